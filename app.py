@@ -1,0 +1,64 @@
+"""Metro's Chalice app: routes and event handlers only; everything else lives in chalicelib/."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from chalice.app import Chalice, Request, Response
+
+from chalicelib.api import routes
+from chalicelib.api.http import CONTENT_TYPES
+from chalicelib.delivery import handlers
+
+app = Chalice(app_name="metro")
+app.api.binary_types = []  # bodies are JSON; keep them as text
+
+
+
+def _request() -> Request:
+    request = app.current_request
+    assert request is not None
+    return request
+
+
+_TOPIC = "/v1/projects/{project}/topics/{topic}"
+_SUB = "/v1/projects/{project}/subscriptions/{subscription}"
+_ALL = ["GET", "PUT", "PATCH", "DELETE", "POST"]
+
+
+@app.route("/", methods=["GET"])
+def index() -> Response:
+    return routes.root()
+
+
+@app.route("/v1/projects/{project}/topics", methods=["GET"])
+def list_topics(project: str) -> Response:
+    return routes.list_resources(_request(), project, "topics")
+
+
+@app.route(_TOPIC, methods=_ALL, content_types=CONTENT_TYPES)
+def topic(project: str, topic: str) -> Response:
+    return routes.topic(_request(), project, topic)
+
+
+@app.route(_TOPIC + "/subscriptions", methods=["GET"])
+def topic_subscriptions(project: str, topic: str) -> Response:
+    return routes.topic_subscriptions(_request(), project, topic)
+
+
+@app.route("/v1/projects/{project}/subscriptions", methods=["GET"])
+def list_subscriptions(project: str) -> Response:
+    return routes.list_resources(_request(), project, "subscriptions")
+
+
+@app.route(_SUB, methods=_ALL, content_types=CONTENT_TYPES)
+def subscription(project: str, subscription: str) -> Response:
+    return routes.subscription(_request(), project, subscription)
+
+
+# The messages table's stream drives fan-out (ReportBatchItemFailures is set by infra/).
+@app.on_dynamodb_record(stream_arn=os.environ.get("METRO_MESSAGES_STREAM_ARN", "arn:aws:dynamodb:local"),
+                        batch_size=100, starting_position="TRIM_HORIZON", name="fanout")
+def fanout(event: Any) -> dict[str, Any]:
+    return handlers.fanout(event.to_dict(), event.context)

@@ -1,0 +1,83 @@
+"""HTTP <-> domain: request parsing, the JSON dialects, and the one place errors are rendered."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import unquote
+
+from chalice.app import Response
+
+from chalicelib.core.errors import InvalidArgument, MetroError, NotFound
+
+log = logging.getLogger("metro.api")
+
+JSON: dict[str, str | list[str]] = {"Content-Type": "application/json; charset=utf-8"}
+CONTENT_TYPES = ["application/json", "application/json; charset=utf-8", "application/x-www-form-urlencoded",
+                 "text/plain", "application/octet-stream"]
+
+# Enums that appear in Metro's responses, as numbers for the `$alt=json;enum-encoding=int` dialect.
+_ENUMS: dict[str, dict[str, int]] = {
+    "state": {"STATE_UNSPECIFIED": 0, "ACTIVE": 1, "RESOURCE_ERROR": 2, "INGESTION_RESOURCE_ERROR": 2},
+    "encoding": {"ENCODING_UNSPECIFIED": 0, "JSON": 1, "BINARY": 2},
+    "type": {"TYPE_UNSPECIFIED": 0, "PROTOCOL_BUFFER": 1, "AVRO": 2},
+}
+
+
+def wants_int_enums(params: dict[str, str] | None) -> bool:
+    return "enum-encoding=int" in (params or {}).get("$alt", "")
+
+
+def _int_enums(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _ENUMS[k].get(v, v) if k in _ENUMS and isinstance(v, str) else _int_enums(v)
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [_int_enums(v) for v in value]
+    return value
+
+
+def json_response(body: dict[str, Any], params: dict[str, str] | None = None, status: int = 200) -> Response:
+    if wants_int_enums(params):
+        body = _int_enums(body)
+    return Response(body=json.dumps(body, separators=(",", ":")), status_code=status, headers=JSON)
+
+
+def error_response(err: MetroError) -> Response:
+    return Response(body=json.dumps(err.to_wire()), status_code=err.http_code, headers=JSON)
+
+
+def parse_body(raw: str | bytes | None) -> Any:
+    """The request's JSON body; an empty body is ``{}`` as protobuf JSON allows."""
+    if not raw or not raw.strip():
+        return {}
+    try:
+        return json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InvalidArgument(f"Invalid JSON payload received. {str(exc)[:120]}") from None
+
+
+def split_segment(segment: str) -> tuple[str, str]:
+    """``{id}:{verb}`` arrives as one path segment (API Gateway cannot route on the colon)."""
+    text = unquote(segment)
+    resource_id, _, verb = text.partition(":")
+    return resource_id, verb
+
+
+def guarded(fn: Callable[[], Response]) -> Response:
+    """Run a handler; every failure becomes a Google error, never a stack trace."""
+    try:
+        return fn()
+    except MetroError as err:
+        if err.http_code >= 500:
+            log.warning("request failed: %s %s", err.status, err.message)
+        return error_response(err)
+    except Exception:  # a bug must not leak a traceback or stop the server
+        log.exception("unhandled error")
+        return error_response(MetroError("Internal error; the request may be retried."))
+
+
+def not_found(method: str, path: str) -> Response:
+    return error_response(NotFound(f"The requested URL {method} {path} was not found on this server."))

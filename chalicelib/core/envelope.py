@@ -1,0 +1,61 @@
+"""The body of one SQS message in a subscription queue (written by fan-out and replay, read by pull/push).
+
+Compact JSON: ``{"id": message id, "t": publish time, "a": attributes?, "k": ordering key?,
+"d": base64 data}`` when the body travels inline, or ``{..., "s3": key, "o": offset, "n": length}``
+when it stays in S3 and is read with a range GET at delivery time.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Envelope:
+    message_id: str
+    publish_time: str
+    attributes: dict[str, str] = field(default_factory=dict)
+    ordering_key: str = ""
+    data: bytes | None = None  # None when the body is in S3
+    s3_key: str = ""
+    offset: int = 0
+    length: int = 0
+
+    @property
+    def inline(self) -> bool:
+        return self.data is not None
+
+    @property
+    def size(self) -> int:
+        return len(self.data) if self.data is not None else self.length
+
+
+def encode(env: Envelope) -> str:
+    body: dict[str, Any] = {"id": env.message_id, "t": env.publish_time}
+    if env.attributes:
+        body["a"] = env.attributes
+    if env.ordering_key:
+        body["k"] = env.ordering_key
+    if env.data is not None:
+        body["d"] = base64.b64encode(env.data).decode()
+    else:
+        body.update({"s3": env.s3_key, "o": env.offset, "n": env.length})
+    return json.dumps(body, separators=(",", ":"), ensure_ascii=False)
+
+
+def decode(text: str) -> Envelope:
+    body = json.loads(text)
+    data = base64.b64decode(body["d"]) if "d" in body else None
+    return Envelope(
+        message_id=body["id"],
+        publish_time=body["t"],
+        attributes=body.get("a", {}),
+        ordering_key=body.get("k", ""),
+        data=data,
+        s3_key=body.get("s3", ""),
+        offset=body.get("o", 0),
+        length=body.get("n", 0),
+    )

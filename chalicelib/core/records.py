@@ -1,0 +1,33 @@
+"""Resources as Metro stores them: the Google-shaped spec plus Metro's own bookkeeping."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from chalicelib.core.models import Subscription, Topic
+from chalicelib.core.names import DELETED_TOPIC
+
+
+@dataclass(frozen=True)
+class TopicRecord:
+    spec: Topic
+    created: float
+
+
+@dataclass(frozen=True)
+class SubscriptionRecord:
+    spec: Subscription
+    created: float
+    queue_url: str
+    queue_gen: int = 0
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def attached(self) -> bool:
+        return self.spec.topic != DELETED_TOPIC and not self.spec.detached
+
+    def with_spec(self, spec: Subscription) -> SubscriptionRecord:
+        return SubscriptionRecord(spec, self.created, self.queue_url, self.queue_gen)

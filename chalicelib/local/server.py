@@ -1,0 +1,111 @@
+"""The embedded stack: AWS emulator, bootstrap, Chalice app over HTTP, trigger pump."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import threading
+from typing import Any
+from urllib.parse import urlparse
+
+from chalice.config import Config as ChaliceConfig
+from chalice.local import (
+    ChaliceRequestHandler,
+    CustomLocalChalice,
+    ForbiddenError,
+    LocalChalice,
+    LocalDevServer,
+    LocalGatewayException,
+)
+
+from chalicelib import config as metro_config
+from chalicelib.core.errors import NotFound
+from chalicelib.delivery import handlers
+from chalicelib.local.bootstrap import bootstrap
+from chalicelib.local.pump import StreamPump
+from chalicelib.store import aws
+
+log = logging.getLogger("metro.local")
+
+
+class RequestHandler(ChaliceRequestHandler):
+    """Chalice's local handler, with Google's 404 for unknown URLs and quiet access logs."""
+
+    def _send_error_response(self, error: LocalGatewayException) -> None:
+        if isinstance(error, ForbiddenError):  # API Gateway's answer to an unknown route
+            body = json.dumps(NotFound(f"The requested URL {self.path} was not found.").to_wire()).encode()
+            self._send_http_response(404, {"Content-Type": "application/json"}, body)
+            return
+        super()._send_error_response(error)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        log.debug("%s - %s", self.address_string(), format % args)
+
+
+def _listening(url: str) -> bool:
+    parsed = urlparse(url)
+    try:
+        with socket.create_connection((parsed.hostname or "127.0.0.1", parsed.port or 80), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def start_emulator(host: str, port: int) -> Any:
+    """Start moto's server in this process, speaking the real AWS wire protocols."""
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address=host, port=port, verbose=False)
+    server.start()
+    return server
+
+
+def prepare_environment(use_aws: bool) -> Any:
+    """Point boto3 at the emulator (starting one if needed); returns the emulator or None."""
+    local = metro_config.LocalConfig()
+    if use_aws:
+        os.environ.pop("AWS_ENDPOINT_URL", None)
+        return None
+    os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
+    os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
+    os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+    os.environ["AWS_ACCOUNT_ID_ENDPOINT_MODE"] = "disabled"
+    endpoint = os.environ.get("AWS_ENDPOINT_URL")
+    if endpoint and _listening(endpoint):
+        log.info("using the AWS endpoint already running at %s", endpoint)
+        return None
+    emulator = start_emulator("127.0.0.1", local.emulator_port)
+    os.environ["AWS_ENDPOINT_URL"] = f"http://127.0.0.1:{local.emulator_port}"
+    aws.reset_clients()
+    return emulator
+
+
+class Stack:
+    def __init__(self, use_aws: bool = False) -> None:
+        self.emulator = prepare_environment(use_aws)
+        self.config = metro_config.load()
+        self.local = metro_config.LocalConfig()
+        bootstrap(self.config)
+        self.pump = StreamPump(self.config, handlers.fanout, interval=self.local.pump_interval)
+        from app import app  # imported late: the app reads configuration when first used
+
+        # As `chalice local` does: make current_request thread-local, since requests run concurrently.
+        CustomLocalChalice.__bases__ = (LocalChalice, app.__class__)
+        app.__class__ = CustomLocalChalice
+        self.server = LocalDevServer(app, ChaliceConfig(chalice_stage="local"), self.local.host, self.local.port,
+                                     handler_cls=RequestHandler)
+
+    def serve(self) -> None:
+        self.pump.start()
+        endpoint = self.config.endpoint_url or "AWS"
+        print(f"Metro listening on http://{self.local.host}:{self.local.port} (AWS: {endpoint})", flush=True)
+        self.server.server.serve_forever(poll_interval=0.2)
+
+    def stop(self) -> None:
+        self.pump.stop()
+        threading.Thread(target=self.server.shutdown, daemon=True).start()
+        self.server.server.server_close()
+        if self.emulator is not None:
+            self.emulator.stop()

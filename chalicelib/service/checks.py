@@ -1,0 +1,24 @@
+"""Checks a subscription's settings against each other and against the topics they name."""
+
+from __future__ import annotations
+
+from chalicelib.core import names
+from chalicelib.core.errors import InvalidArgument, NotFound
+from chalicelib.core.models import Subscription
+from chalicelib.service.context import Context
+
+
+def check_subscription(spec: Subscription, ctx: Context) -> None:
+    if spec.dead_letter_policy and spec.dead_letter_policy.dead_letter_topic:
+        dlt = names.parse(spec.dead_letter_policy.dead_letter_topic, "topics")
+        if dlt.path == spec.topic:
+            raise InvalidArgument("The dead-letter topic must differ from the subscription's topic.")
+        try:
+            ctx.resources.require_topic(dlt)
+        except NotFound:
+            raise InvalidArgument(f"Dead letter topic {dlt.path} does not exist.") from None
+    retry = spec.retry_policy
+    if retry and retry.minimum_backoff and retry.maximum_backoff:
+        lo, hi = (float(v.rstrip("s")) for v in (retry.minimum_backoff, retry.maximum_backoff))
+        if lo > hi:
+            raise InvalidArgument("retry_policy.minimum_backoff must not exceed maximum_backoff.")

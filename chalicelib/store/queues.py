@@ -1,0 +1,132 @@
+"""Per-subscription SQS queues: every call here is a batch call where SQS has one."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from chalicelib.config import Config
+from chalicelib.store import aws
+from chalicelib.store.errors import aws_errors
+
+_GONE = ("AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist")
+SQS_BATCH = 10
+SQS_MAX_WAIT = 20
+SQS_MIN_RETENTION = 60
+SQS_MAX_RETENTION = 14 * 24 * 3600
+
+
+@dataclass(frozen=True)
+class Outgoing:
+    body: str
+    group_id: str = ""  # FIFO queues only
+    dedup_id: str = ""
+    delay: int = 0
+
+
+@dataclass(frozen=True)
+class Received:
+    body: str
+    receipt: str
+    receive_count: int
+    sent_at: float  # epoch seconds
+
+
+def queue_name(prefix: str, subscription: str, gen: int, fifo: bool) -> str:
+    """SQS allows 80 characters of [A-Za-z0-9_-]: hash the subscription name."""
+    digest = hashlib.sha256(subscription.encode()).hexdigest()[:40]
+    name = f"{prefix[:24]}-{digest}-{gen}"
+    return name + ".fifo" if fifo else name
+
+
+class QueueStore:
+    def __init__(self, config: Config) -> None:
+        self._sqs = aws.client("sqs", config)
+        self._prefix = config.queue_prefix
+
+    def create(self, subscription: str, gen: int, fifo: bool, visibility: int, retention: float) -> str:
+        attrs = {
+            "VisibilityTimeout": str(visibility),
+            "MessageRetentionPeriod": str(int(min(max(retention, SQS_MIN_RETENTION), SQS_MAX_RETENTION))),
+            "ReceiveMessageWaitTimeSeconds": "0",
+        }
+        if fifo:
+            attrs.update({"FifoQueue": "true", "DeduplicationScope": "messageGroup",
+                          "FifoThroughputLimit": "perMessageGroupId"})
+        with aws_errors("CreateQueue"):
+            resp = self._sqs.create_queue(QueueName=queue_name(self._prefix, subscription, gen, fifo), Attributes=attrs)
+        return str(resp["QueueUrl"])
+
+    def set_visibility_default(self, url: str, visibility: int) -> None:
+        with aws_errors("SetQueueAttributes"):
+            self._sqs.set_queue_attributes(QueueUrl=url, Attributes={"VisibilityTimeout": str(visibility)})
+
+    def delete(self, url: str) -> None:
+        try:
+            with aws_errors("DeleteQueue", allow=_GONE):
+                self._sqs.delete_queue(QueueUrl=url)
+        except ClientError:  # already gone is fine
+            pass
+
+    def send(self, url: str, messages: Sequence[Outgoing]) -> list[int]:
+        """Send in batches of 10; return the indexes of messages that failed."""
+        failed: list[int] = []
+        for start in range(0, len(messages), SQS_BATCH):
+            entries = []
+            for i, m in enumerate(messages[start : start + SQS_BATCH], start):
+                entry: dict[str, Any] = {"Id": str(i), "MessageBody": m.body}
+                if m.group_id:
+                    entry["MessageGroupId"] = m.group_id
+                    entry["MessageDeduplicationId"] = m.dedup_id
+                if m.delay:
+                    entry["DelaySeconds"] = m.delay
+                entries.append(entry)
+            with aws_errors("SendMessageBatch"):
+                resp = self._sqs.send_message_batch(QueueUrl=url, Entries=entries)
+            failed.extend(int(f["Id"]) for f in resp.get("Failed", []))
+        return failed
+
+    def receive(self, url: str, max_messages: int, wait: int, visibility: int) -> list[Received]:
+        with aws_errors("ReceiveMessage"):
+            resp = self._sqs.receive_message(
+                QueueUrl=url,
+                MaxNumberOfMessages=min(max_messages, SQS_BATCH),
+                WaitTimeSeconds=min(wait, SQS_MAX_WAIT),
+                VisibilityTimeout=visibility,
+                MessageSystemAttributeNames=["ApproximateReceiveCount", "SentTimestamp"],
+            )
+        return [
+            Received(
+                body=m["Body"],
+                receipt=m["ReceiptHandle"],
+                receive_count=int(m.get("Attributes", {}).get("ApproximateReceiveCount", "1")),
+                sent_at=int(m.get("Attributes", {}).get("SentTimestamp", "0")) / 1000,
+            )
+            for m in resp.get("Messages", [])
+        ]
+
+    def delete_batch(self, url: str, receipts: Sequence[str]) -> list[int]:
+        """Delete messages by receipt handle; return the indexes that failed."""
+        failed: list[int] = []
+        for start in range(0, len(receipts), SQS_BATCH):
+            entries = [{"Id": str(i), "ReceiptHandle": r}
+                       for i, r in enumerate(receipts[start : start + SQS_BATCH], start)]
+            with aws_errors("DeleteMessageBatch"):
+                resp = self._sqs.delete_message_batch(QueueUrl=url, Entries=entries)
+            failed.extend(int(f["Id"]) for f in resp.get("Failed", []))
+        return failed
+
+    def change_visibility_batch(self, url: str, changes: Sequence[tuple[str, int]]) -> list[int]:
+        """Set the visibility timeout of messages by receipt handle; return the indexes that failed."""
+        failed: list[int] = []
+        for start in range(0, len(changes), SQS_BATCH):
+            entries = [{"Id": str(i), "ReceiptHandle": r, "VisibilityTimeout": t}
+                       for i, (r, t) in enumerate(changes[start : start + SQS_BATCH], start)]
+            with aws_errors("ChangeMessageVisibilityBatch"):
+                resp = self._sqs.change_message_visibility_batch(QueueUrl=url, Entries=entries)
+            failed.extend(int(f["Id"]) for f in resp.get("Failed", []))
+        return failed

@@ -1,0 +1,229 @@
+"""Topics and subscriptions in the resources table.
+
+Items (hash key ``pk``, range key ``sk``):
+- topic:        pk=``project#{p}``        sk=``topic#{id}``  doc, created
+- subscription: pk=``project#{p}``        sk=``sub#{id}``    doc, created, queue_url, queue_gen
+- topic index:  pk=``topic#{topic name}`` sk=``sub#{name}``  a copy of the subscription item
+
+The index item lets fan-out find a topic's subscriptions (with everything it needs to deliver)
+in one strongly consistent Query. Subscription and index item change together, in one
+transaction, conditioned on the topic's existence at creation.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from chalicelib.config import Config
+from chalicelib.core.errors import AlreadyExists, InvalidArgument, NotFound
+from chalicelib.core.models import Subscription, Topic
+from chalicelib.core.names import Name
+from chalicelib.core.records import SubscriptionRecord, TopicRecord
+from chalicelib.store import aws
+from chalicelib.store.errors import aws_errors, code_of
+
+Page = tuple[list[Any], str]
+
+
+def _topic_key(name: Name) -> dict[str, Any]:
+    return {"pk": {"S": f"project#{name.project}"}, "sk": {"S": f"topic#{name.id}"}}
+
+
+def _sub_key(name: Name) -> dict[str, Any]:
+    return {"pk": {"S": f"project#{name.project}"}, "sk": {"S": f"sub#{name.id}"}}
+
+
+def _index_key(topic: str, sub: str) -> dict[str, Any]:
+    return {"pk": {"S": f"topic#{topic}"}, "sk": {"S": f"sub#{sub}"}}
+
+
+def _encode_token(key: dict[str, Any] | None) -> str:
+    return base64.urlsafe_b64encode(json.dumps(key).encode()).decode() if key else ""
+
+
+def _decode_token(token: str) -> dict[str, Any] | None:
+    if not token:
+        return None
+    try:
+        key = json.loads(base64.urlsafe_b64decode(token.encode()))
+        assert isinstance(key, dict) and set(key) == {"pk", "sk"}
+        return key
+    except Exception:
+        raise InvalidArgument(f"Invalid page token: {token[:40]!r}") from None
+
+
+def _sub_item(rec: SubscriptionRecord) -> dict[str, Any]:
+    return {
+        "doc": {"S": rec.spec.model_dump_json(by_alias=True, exclude_none=True)},
+        "created": {"N": repr(rec.created)},
+        "queue_url": {"S": rec.queue_url},
+        "queue_gen": {"N": str(rec.queue_gen)},
+    }
+
+
+def _sub_record(item: dict[str, Any]) -> SubscriptionRecord:
+    return SubscriptionRecord(
+        spec=Subscription.model_validate_json(item["doc"]["S"]),
+        created=float(item["created"]["N"]),
+        queue_url=item["queue_url"]["S"],
+        queue_gen=int(item["queue_gen"]["N"]),
+    )
+
+
+def _topic_record(item: dict[str, Any]) -> TopicRecord:
+    return TopicRecord(Topic.model_validate_json(item["doc"]["S"]), float(item["created"]["N"]))
+
+
+class ResourceStore:
+    def __init__(self, config: Config) -> None:
+        self._ddb = aws.client("dynamodb", config)
+        self._table = config.resources_table
+
+    # -- topics ---------------------------------------------------------------------------
+    def create_topic(self, name: Name, topic: Topic, now: float) -> TopicRecord:
+        item = {**_topic_key(name), "doc": {"S": topic.model_dump_json(by_alias=True, exclude_none=True)},
+                "created": {"N": repr(now)}}
+        try:
+            with aws_errors("CreateTopic"):
+                self._ddb.put_item(TableName=self._table, Item=item, ConditionExpression="attribute_not_exists(pk)")
+        except ClientError as exc:
+            if code_of(exc) == "ConditionalCheckFailedException":
+                raise AlreadyExists("Topic already exists") from None
+            raise
+        return TopicRecord(topic, now)
+
+    def get_topic(self, name: Name) -> TopicRecord | None:
+        with aws_errors("GetTopic"):
+            item = self._ddb.get_item(TableName=self._table, Key=_topic_key(name), ConsistentRead=True).get("Item")
+        return _topic_record(item) if item else None
+
+    def require_topic(self, name: Name) -> TopicRecord:
+        rec = self.get_topic(name)
+        if rec is None:
+            raise NotFound("Topic not found")
+        return rec
+
+    def put_topic(self, name: Name, rec: TopicRecord) -> None:
+        item = {**_topic_key(name), "doc": {"S": rec.spec.model_dump_json(by_alias=True, exclude_none=True)},
+                "created": {"N": repr(rec.created)}}
+        try:
+            with aws_errors("UpdateTopic"):
+                self._ddb.put_item(TableName=self._table, Item=item, ConditionExpression="attribute_exists(pk)")
+        except ClientError as exc:
+            if code_of(exc) == "ConditionalCheckFailedException":
+                raise NotFound("Topic not found") from None
+            raise
+
+    def delete_topic(self, name: Name) -> None:
+        try:
+            with aws_errors("DeleteTopic"):
+                self._ddb.delete_item(TableName=self._table, Key=_topic_key(name),
+                                      ConditionExpression="attribute_exists(pk)")
+        except ClientError as exc:
+            if code_of(exc) == "ConditionalCheckFailedException":
+                raise NotFound("Topic not found") from None
+            raise
+
+    def list_topics(self, project: str, page_size: int, token: str) -> tuple[list[TopicRecord], str]:
+        items, nxt = self._query(f"project#{project}", "topic#", page_size, token)
+        return [_topic_record(i) for i in items], nxt
+
+    # -- subscriptions --------------------------------------------------------------------
+    def create_subscription(self, name: Name, topic: Name, rec: SubscriptionRecord) -> None:
+        item = _sub_item(rec)
+        try:
+            with aws_errors("CreateSubscription"):
+                self._ddb.transact_write_items(TransactItems=[
+                    {"ConditionCheck": {"TableName": self._table, "Key": _topic_key(topic),
+                                        "ConditionExpression": "attribute_exists(pk)"}},
+                    {"Put": {"TableName": self._table, "Item": {**_sub_key(name), **item},
+                             "ConditionExpression": "attribute_not_exists(pk)"}},
+                    {"Put": {"TableName": self._table, "Item": {**_index_key(topic.path, name.path), **item}}},
+                ])
+        except ClientError as exc:
+            reasons = [r.get("Code") for r in exc.response.get("CancellationReasons", [])]
+            if reasons and reasons[0] == "ConditionalCheckFailed":
+                raise NotFound("Subscription topic does not exist") from None
+            if len(reasons) > 1 and reasons[1] == "ConditionalCheckFailed":
+                raise AlreadyExists("Subscription already exists") from None
+            raise
+
+    def get_subscription(self, name: Name) -> SubscriptionRecord | None:
+        with aws_errors("GetSubscription"):
+            item = self._ddb.get_item(TableName=self._table, Key=_sub_key(name), ConsistentRead=True).get("Item")
+        return _sub_record(item) if item else None
+
+    def require_subscription(self, name: Name) -> SubscriptionRecord:
+        rec = self.get_subscription(name)
+        if rec is None:
+            raise NotFound("Subscription does not exist")
+        return rec
+
+    def put_subscription(self, name: Name, rec: SubscriptionRecord, old_topic: str | None = None) -> None:
+        """Replace a subscription and its topic index item; ``old_topic`` index item is removed."""
+        item = _sub_item(rec)
+        ops: list[dict[str, Any]] = [{"Put": {"TableName": self._table, "Item": {**_sub_key(name), **item},
+                                              "ConditionExpression": "attribute_exists(pk)"}}]
+        if rec.attached:
+            ops.append({"Put": {"TableName": self._table, "Item": {**_index_key(rec.spec.topic, name.path), **item}}})
+        if old_topic and (old_topic != rec.spec.topic or not rec.attached):
+            ops.append({"Delete": {"TableName": self._table, "Key": _index_key(old_topic, name.path)}})
+        try:
+            with aws_errors("UpdateSubscription"):
+                self._ddb.transact_write_items(TransactItems=ops)
+        except ClientError as exc:
+            if code_of(exc) == "TransactionCanceledException":
+                raise NotFound("Subscription does not exist") from None
+            raise
+
+    def delete_subscription(self, name: Name, topic: str) -> None:
+        try:
+            with aws_errors("DeleteSubscription"):
+                self._ddb.transact_write_items(TransactItems=[
+                    {"Delete": {"TableName": self._table, "Key": _sub_key(name),
+                                "ConditionExpression": "attribute_exists(pk)"}},
+                    {"Delete": {"TableName": self._table, "Key": _index_key(topic, name.path)}},
+                ])
+        except ClientError as exc:
+            if code_of(exc) == "TransactionCanceledException":
+                raise NotFound("Subscription does not exist") from None
+            raise
+
+    def list_subscriptions(self, project: str, page_size: int, token: str) -> tuple[list[SubscriptionRecord], str]:
+        items, nxt = self._query(f"project#{project}", "sub#", page_size, token)
+        return [_sub_record(i) for i in items], nxt
+
+    def topic_subscriptions(self, topic: str, page_size: int = 0, token: str = "") -> tuple[
+            list[SubscriptionRecord], str]:
+        """The live subscriptions of a topic, read consistently from the topic index."""
+        items, nxt = self._query(f"topic#{topic}", "sub#", page_size, token)
+        return [_sub_record(i) for i in items], nxt
+
+    def _query(self, pk: str, prefix: str, page_size: int, token: str) -> tuple[list[dict[str, Any]], str]:
+        args: dict[str, Any] = {
+            "TableName": self._table,
+            "KeyConditionExpression": "pk = :pk AND begins_with(sk, :prefix)",
+            "ExpressionAttributeValues": {":pk": {"S": pk}, ":prefix": {"S": prefix}},
+            "ConsistentRead": True,
+        }
+        start = _decode_token(token)
+        if start:
+            args["ExclusiveStartKey"] = start
+        items: list[dict[str, Any]] = []
+        with aws_errors("List"):
+            while True:
+                if page_size:
+                    args["Limit"] = page_size - len(items)
+                resp = self._ddb.query(**args)
+                items.extend(resp.get("Items", []))
+                last = resp.get("LastEvaluatedKey")
+                if not last or (page_size and len(items) >= page_size):
+                    break
+                args["ExclusiveStartKey"] = last
+        if page_size and last:
+            return items, _encode_token({"pk": items[-1]["pk"], "sk": items[-1]["sk"]})
+        return items, ""
