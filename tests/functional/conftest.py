@@ -1,0 +1,51 @@
+"""Functional tests: the real handlers and stores against moto in-process (no HTTP, no subprocess)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+from moto import mock_aws
+
+from chalicelib.config import Config
+from chalicelib.local.bootstrap import bootstrap
+from chalicelib.runtime import Services
+from chalicelib.service.context import Context
+from chalicelib.store import aws
+
+
+class FakeClock:
+    def __init__(self, now: float = 1_800_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def services(clock: FakeClock) -> Iterator[Services]:
+    env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1",
+           "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled", "METRO_PULL_WAIT_SECONDS": "0"}
+    saved = {k: os.environ.get(k) for k in [*env, "AWS_ENDPOINT_URL"]}
+    os.environ.update(env)
+    os.environ.pop("AWS_ENDPOINT_URL", None)
+    aws.reset_clients()
+    with mock_aws():
+        config = Config()
+        bootstrap(config)
+        yield Services.build(Context.from_config(config, clock=clock))
+    aws.reset_clients()
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v

@@ -1,0 +1,155 @@
+"""Publish -> stream record -> fan-out handler -> pull/ack, on moto, with Lambda-shaped events."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import pytest
+
+from chalicelib.core import names
+from chalicelib.core.errors import FailedPrecondition, InvalidArgument, NotFound
+from chalicelib.delivery.fanout import FanOut
+from chalicelib.runtime import Services
+from chalicelib.store import aws
+from tests.functional.conftest import FakeClock
+
+P = "func-project"
+
+
+def topic(i: str = "topic-a") -> names.Name:
+    return names.make(P, "topics", i)
+
+
+def sub(i: str = "sub-a") -> names.Name:
+    return names.make(P, "subscriptions", i)
+
+
+def stream_event(services: Services) -> dict[str, Any]:
+    """Read every record of the messages table's stream, shaped as Lambda delivers them."""
+    cfg = services.ctx.config
+    streams = aws.client("dynamodbstreams", cfg)
+    arn = aws.client("dynamodb", cfg).describe_table(TableName=cfg.messages_table)["Table"]["LatestStreamArn"]
+    records = []
+    for shard in streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"]:
+        it = streams.get_shard_iterator(StreamArn=arn, ShardId=shard["ShardId"],
+                                        ShardIteratorType="TRIM_HORIZON")["ShardIterator"]
+        records += streams.get_records(ShardIterator=it, Limit=1000)["Records"]
+    return {"Records": [{**r, "eventSourceARN": arn} for r in records]}
+
+
+def publish(services: Services, *datas: bytes, attrs: dict[str, str] | None = None) -> list[str]:
+    msgs = [{"data": base64.b64encode(d).decode(), **({"attributes": attrs} if attrs else {})} for d in datas]
+    return list(services.publish.publish(topic(), {"messages": msgs})["messageIds"])
+
+
+def pull(services: Services, n: int = 10) -> list[dict[str, Any]]:
+    return list(services.pull.pull(sub(), {"maxMessages": n, "returnImmediately": True}).get("receivedMessages", []))
+
+
+@pytest.fixture
+def ready(services: Services, clock: FakeClock) -> Services:
+    services.admin.create_topic(topic(), {})
+    services.admin.create_subscription(sub(), {"topic": topic().path})
+    clock.advance(1)
+    return services
+
+
+def test_publish_fanout_pull_ack(ready: Services) -> None:
+    ids = publish(ready, b"one", b"two", b"\x00\xff binary")
+    result = FanOut(ready.ctx).handle(stream_event(ready))
+    assert result == {"batchItemFailures": []}
+    got = pull(ready)
+    assert [m["message"]["messageId"] for m in got] == ids
+    assert base64.b64decode(got[2]["message"]["data"]) == b"\x00\xff binary"
+    ready.pull.acknowledge(sub(), {"ackIds": [m["ackId"] for m in got]})
+    assert pull(ready) == []
+
+
+def test_large_bodies_are_read_from_s3(ready: Services) -> None:
+    big = bytes(range(256)) * 400  # 100 KiB: above the inline threshold
+    ids = publish(ready, big, b"small")
+    FanOut(ready.ctx).handle(stream_event(ready))
+    got = pull(ready)
+    assert [m["message"]["messageId"] for m in got] == ids
+    assert base64.b64decode(got[0]["message"]["data"]) == big
+
+
+def test_subscription_gets_only_messages_published_after_it(services: Services, clock: FakeClock) -> None:
+    services.admin.create_topic(topic(), {})
+    publish(services, b"before")
+    clock.advance(1)
+    services.admin.create_subscription(sub(), {"topic": topic().path})
+    clock.advance(1)
+    after = publish(services, b"after")
+    FanOut(services.ctx).handle(stream_event(services))
+    assert [m["message"]["messageId"] for m in pull(services)] == after
+
+
+def test_fanout_reports_only_the_failed_record(ready: Services, monkeypatch: pytest.MonkeyPatch) -> None:
+    first, second, third = publish(ready, b"a"), publish(ready, b"b"), publish(ready, b"c")
+    event = stream_event(ready)
+    fan = FanOut(ready.ctx)
+    original = fan.deliver
+
+    def flaky(entry: Any, subs: Any) -> int:
+        if entry.request_id == second[0][:-3]:
+            raise RuntimeError("SQS is down for this one")
+        return original(entry, subs)
+
+    monkeypatch.setattr(fan, "deliver", flaky)
+    result = fan.handle(event)
+    failed = [f["itemIdentifier"] for f in result["batchItemFailures"]]
+    assert failed == [event["Records"][1]["dynamodb"]["SequenceNumber"]]
+    # Lambda retries from the failed record: only it (and what follows) is handed back.
+    monkeypatch.setattr(fan, "deliver", original)
+    assert fan.handle({"Records": event["Records"][1:2]}) == {"batchItemFailures": []}
+    got = {m["message"]["messageId"] for m in pull(ready)}
+    assert got == {first[0], second[0], third[0]}
+
+
+def test_nack_redelivers_and_modack_extends(ready: Services) -> None:
+    publish(ready, b"x")
+    FanOut(ready.ctx).handle(stream_event(ready))
+    (msg,) = pull(ready)
+    assert pull(ready) == []  # held by the lease
+    ready.pull.modify_ack_deadline(sub(), {"ackIds": [msg["ackId"]], "ackDeadlineSeconds": 0})
+    (again,) = pull(ready)
+    assert again["message"]["messageId"] == msg["message"]["messageId"]
+    assert again["ackId"] != msg["ackId"]
+
+
+def test_forged_ack_id_is_refused(ready: Services) -> None:
+    publish(ready, b"x")
+    FanOut(ready.ctx).handle(stream_event(ready))
+    (msg,) = pull(ready)
+    body, mac = msg["ackId"].split(".")
+    with pytest.raises(InvalidArgument):
+        ready.pull.acknowledge(sub(), {"ackIds": [body[:-2] + "AA." + mac]})
+    with pytest.raises(InvalidArgument):
+        ready.pull.acknowledge(sub(), {"ackIds": []})
+
+
+def test_errors(services: Services) -> None:
+    with pytest.raises(NotFound):
+        services.publish.publish(topic(), {"messages": [{"data": "aGk="}]})
+    services.admin.create_topic(topic(), {})
+    with pytest.raises(InvalidArgument):
+        services.publish.publish(topic(), {"messages": [{}]})
+    with pytest.raises(NotFound):
+        services.admin.create_subscription(sub(), {"topic": topic("missing").path})
+    with pytest.raises(InvalidArgument):
+        services.admin.create_subscription(sub(), {"topic": topic().path, "ackDeadlineSeconds": 5})
+    services.admin.create_subscription(sub(), {"topic": topic().path})
+    with pytest.raises(InvalidArgument):
+        services.pull.pull(sub(), {"maxMessages": 0})
+    services.admin.update_subscription(sub(), {"detached": True})
+    with pytest.raises(FailedPrecondition):
+        services.pull.pull(sub(), {"maxMessages": 1})
+
+
+def test_deleted_topic_detaches_subscriptions(ready: Services) -> None:
+    ready.admin.delete_topic(topic())
+    assert ready.admin.get_subscription(sub())["topic"] == "_deleted-topic_"
+    ready.admin.create_topic(topic(), {})
+    assert ready.admin.topic_subscription_names(topic(), {}) == {}

@@ -1,0 +1,55 @@
+"""Start the real embedded stack (`python -m chalicelib.local`) as a subprocess on free ports."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class RunningStack:
+    process: subprocess.Popen[str]
+    url: str
+    host: str
+    emulator_url: str
+    log_path: Path
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+
+def start_stack(log_path: Path, extra_env: dict[str, str] | None = None, timeout: float = 60) -> RunningStack:
+    port, emu = free_port(), free_port()
+    env = {**os.environ, "METRO_PORT": str(port), "METRO_EMULATOR_PORT": str(emu), "METRO_PULL_WAIT_SECONDS": "2",
+           "PYTHONUNBUFFERED": "1", **(extra_env or {})}
+    env.pop("AWS_ENDPOINT_URL", None)
+    log = log_path.open("w")
+    proc = subprocess.Popen([sys.executable, "-m", "chalicelib.local"], cwd=ROOT, env=env, stdout=log,
+                            stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"stack exited early:\n{log_path.read_text()}")
+        if "Metro listening" in log_path.read_text():
+            return RunningStack(proc, f"http://127.0.0.1:{port}", f"127.0.0.1:{port}", f"http://127.0.0.1:{emu}",
+                                log_path)
+        time.sleep(0.1)
+    proc.kill()
+    raise RuntimeError(f"stack did not start in {timeout}s:\n{log_path.read_text()}")
