@@ -68,6 +68,7 @@ def subscription(request: Request, project: str, segment: str) -> Response:
         ("POST", "pull"): lambda: lambda n, b, p: s().pull.pull(n, b),
         ("POST", "acknowledge"): lambda: lambda n, b, p: s().pull.acknowledge(n, b),
         ("POST", "modifyAckDeadline"): lambda: lambda n, b, p: s().pull.modify_ack_deadline(n, b),
+        ("POST", "detach"): lambda: lambda n, b, p: s().admin.detach_subscription(n),
     }
     return _dispatch(request, table, project, "subscriptions", segment)
 

@@ -26,6 +26,7 @@ class AckId:
     message_id: str
     receipt: str
     queue_gen: int = 0
+    attempt: int = 1  # delivery attempt of this delivery (SQS receive count)
 
 
 def _b64(raw: bytes) -> str:
@@ -45,7 +46,7 @@ class AckIdCodec:
 
     def encode(self, ack: AckId) -> str:
         payload = json.dumps(
-            [_VERSION, ack.subscription, ack.lease_id, ack.message_id, ack.receipt, ack.queue_gen],
+            [_VERSION, ack.subscription, ack.lease_id, ack.message_id, ack.receipt, ack.queue_gen, ack.attempt],
             separators=(",", ":"),
         ).encode()
         return _b64(payload) + "." + _b64(self._mac(payload))
@@ -58,11 +59,11 @@ class AckIdCodec:
             payload = _unb64(body)
             if not hmac.compare_digest(_unb64(mac), self._mac(payload)):
                 raise ValueError("bad mac")
-            version, sub, lease_id, mid, receipt, gen = json.loads(payload)
+            version, sub, lease_id, mid, receipt, gen, attempt = json.loads(payload)
             if version != _VERSION:
                 raise ValueError("version")
         except Exception as exc:  # any malformed or forged id is the caller's error
             raise InvalidArgument(f"Invalid ack ID: {str(text)[:64]!r}") from exc
         if sub != subscription:
             raise InvalidArgument(f"Ack ID {str(text)[:32]}... does not belong to subscription {subscription}")
-        return AckId(sub, lease_id, mid, receipt, gen)
+        return AckId(sub, lease_id, mid, receipt, gen, attempt)

@@ -151,6 +151,13 @@ class AdminService:
         self.resources.put_subscription(name, new, old_topic=rec.spec.topic if rec.attached else None)
         return self._sub_wire(new)
 
+    def detach_subscription(self, name: Name) -> dict[str, Any]:
+        """Stop delivery for good: off the topic's list, backlog dropped, pulls fail."""
+        rec = self.resources.require_subscription(name)
+        self.update_subscription(name, {"detached": True})
+        self.ctx.queues.delete(rec.queue_url)
+        return {}
+
     def list_subscriptions(self, project: str, params: dict[str, str]) -> dict[str, Any]:
         size, token = page_args(params)
         recs, nxt = self.resources.list_subscriptions(names.check_project(project), size, token)

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from chalicelib.core import names
 from chalicelib.core.errors import InvalidArgument, NotFound
+from chalicelib.core.filters import parse_filter
 from chalicelib.core.models import Subscription
 from chalicelib.service.context import Context
 
 
 def check_subscription(spec: Subscription, ctx: Context) -> None:
+    if spec.filter:
+        parse_filter(spec.filter)
     if spec.dead_letter_policy and spec.dead_letter_policy.dead_letter_topic:
         dlt = names.parse(spec.dead_letter_policy.dead_letter_topic, "topics")
         if dlt.path == spec.topic:

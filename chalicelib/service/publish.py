@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from chalicelib.core import ids, payload
-from chalicelib.core.messages import parse_publish
+from chalicelib.core import ids, limits, payload
+from chalicelib.core.messages import NewMessage, parse_publish
 from chalicelib.core.names import Name
-from chalicelib.core.timefmt import format_timestamp_us
+from chalicelib.core.timefmt import format_timestamp_us, parse_duration
 from chalicelib.service.context import Context
 from chalicelib.store.log import LogEntry
 
@@ -23,6 +23,10 @@ class PublishService:
 
     def publish(self, topic: Name, body: Any) -> dict[str, Any]:
         messages = parse_publish(body)
+        return {"messageIds": self.append(topic, messages)}
+
+    def append(self, topic: Name, messages: list[NewMessage]) -> list[str]:
+        """Store already validated messages as one publish request; returns their ids in order."""
         rec = self.ctx.resources.require_topic(topic)
         now = self.ctx.clock()
         request_id = self.ctx.ids.request_id(now)
@@ -32,8 +36,9 @@ class PublishService:
             for i, m in enumerate(messages)
         ]
         blob, body_start = payload.encode(topic.path, request_id, publish_time, stored)
+        # Raw objects must outlive every subscription backlog that may still point at them.
         retention = rec.spec.message_retention_duration
-        keep = float(retention.rstrip("s")) if retention else 7 * 24 * 3600.0
+        keep = max(parse_duration(retention, "retention") if retention else 0.0, float(limits.RETENTION_DEFAULT))
         entry = LogEntry(
             topic=topic.path,
             request_id=request_id,
@@ -45,4 +50,4 @@ class PublishService:
             expires=int(now + keep),
         )
         self.ctx.log.append(entry, blob)
-        return {"messageIds": [m.message_id for m in stored]}
+        return [m.message_id for m in stored]

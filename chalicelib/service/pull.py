@@ -10,6 +10,7 @@ modack  : one conditional lease update per lease -> ChangeMessageVisibilityBatch
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
 from chalicelib.core import envelope, limits
@@ -20,6 +21,8 @@ from chalicelib.core.names import Name
 from chalicelib.core.records import SubscriptionRecord
 from chalicelib.core.timefmt import format_timestamp, parse_timestamp
 from chalicelib.service.context import Context
+from chalicelib.service.deadletter import PARKED_SECONDS, forward, max_attempts, nack_delay
+from chalicelib.store.leases import ExactLeases
 from chalicelib.store.queues import Received
 
 
@@ -45,6 +48,7 @@ def _ack_ids(body: Any) -> list[str]:
 class PullService:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
+        self.exact = ExactLeases(ctx.config)
 
     def _subscription(self, name: Name) -> SubscriptionRecord:
         rec = self.ctx.resources.require_subscription(name)
@@ -64,22 +68,64 @@ class PullService:
         deadline_s = rec.spec.ack_deadline
         received = self._receive(rec, max_messages, 0 if immediate else int(self.ctx.config.pull_wait_seconds),
                                  deadline_s)
-        if not received:
-            return {}
+        envs = [envelope.decode(r.body) for r in received]
+        received, envs = self._dead_letter(rec, received, envs)
         now = self.ctx.clock()
         lease_id = self.ctx.ids.token()
+        if rec.spec.enable_exactly_once_delivery:
+            received, envs = self._claim(rec, lease_id, received, envs, now)
+        if not received:
+            return {}
         self.ctx.leases.open(name.path, lease_id, len(received), now + deadline_s,
                              int(now + deadline_s + limits.RETENTION_DEFAULT))
-        envs = [envelope.decode(r.body) for r in received]
         bodies = self._bodies(envs)
         codec = self.ctx.ack_ids
-        dead_letter = bool(rec.spec.dead_letter_policy and rec.spec.dead_letter_policy.dead_letter_topic)
+        report_attempts = max_attempts(rec) > 0
         out = []
         for r, env, data in zip(received, envs, bodies):
-            ack = codec.encode(AckId(name.path, lease_id, env.message_id, r.receipt, rec.queue_gen))
+            ack = codec.encode(AckId(name.path, lease_id, env.message_id, r.receipt, rec.queue_gen, r.receive_count))
             out.append(received_message(ack, env.message_id, self._publish_time(env.publish_time), data,
-                                        env.attributes, env.ordering_key, r.receive_count if dead_letter else None))
+                                        env.attributes, env.ordering_key,
+                                        r.receive_count if report_attempts else None))
         return {"receivedMessages": out}
+
+    def _dead_letter(self, rec: SubscriptionRecord, received: list[Received],
+                     envs: list[envelope.Envelope]) -> tuple[list[Received], list[envelope.Envelope]]:
+        """Forward messages past maxDeliveryAttempts to the dead-letter topic instead of delivering them."""
+        limit = max_attempts(rec)
+        dead = [i for i, r in enumerate(received) if limit and r.receive_count > limit]
+        if not dead:
+            return received, envs
+        bodies = self._bodies([envs[i] for i in dead])
+        done: list[str] = []
+        parked: list[str] = []
+        for i, data in zip(dead, bodies):
+            env = envs[i]
+            ok = forward(self.ctx, rec, data, env.attributes, env.ordering_key, received[i].receive_count - 1,
+                         env.publish_time)
+            (done if ok else parked).append(received[i].receipt)
+        if done:
+            self.ctx.queues.delete_batch(rec.queue_url, done)
+        if parked:
+            self.ctx.queues.change_visibility_batch(rec.queue_url, [(r, PARKED_SECONDS) for r in parked])
+        keep = [i for i in range(len(received)) if i not in set(dead)]
+        return [received[i] for i in keep], [envs[i] for i in keep]
+
+    def _claim(self, rec: SubscriptionRecord, token: str, received: list[Received], envs: list[envelope.Envelope],
+               now: float) -> tuple[list[Received], list[envelope.Envelope]]:
+        """Exactly-once: lease each message by conditional write; drop acked duplicates and held ones."""
+        keep, acked = [], []
+        deadline = now + rec.spec.ack_deadline
+        for r, env in zip(received, envs):
+            state = self.exact.claim(rec.name, env.message_id, token, deadline, now,
+                                     int(now + rec.spec.retention_seconds))
+            if state == "ok":
+                keep.append((r, env))
+            elif state == "acked":
+                acked.append(r.receipt)
+        if acked:  # an already acknowledged duplicate: remove it for good
+            self.ctx.queues.delete_batch(rec.queue_url, acked)
+        return [k[0] for k in keep], [k[1] for k in keep]
 
     def _receive(self, rec: SubscriptionRecord, max_messages: int, wait: int, visibility: int) -> list[Received]:
         got: list[Received] = []
@@ -125,35 +171,66 @@ class PullService:
         return format_timestamp(parse_timestamp(stored, "publish_time"))
 
     # -- ack / modack ------------------------------------------------------------------------
-    def _open(self, name: Name, body: Any) -> tuple[SubscriptionRecord, dict[str, list[AckId]]]:
+    def _open(self, name: Name, body: Any) -> tuple[SubscriptionRecord, list[tuple[str, AckId]]]:
         raw = _ack_ids(body)
         rec = self._subscription(name)
         codec = self.ctx.ack_ids
-        by_lease: dict[str, list[AckId]] = defaultdict(list)
-        for text in raw:
-            ack = codec.decode(text, name.path)
-            if ack.queue_gen == rec.queue_gen:  # ids of a deleted incarnation are ignored
-                by_lease[ack.lease_id].append(ack)
-        return rec, by_lease
+        acks = [(text, codec.decode(text, name.path)) for text in raw]
+        # Ids of a deleted incarnation of the subscription are ignored.
+        return rec, [(t, a) for t, a in acks if a.queue_gen == rec.queue_gen]
+
+    def _settle(self, name: Name, rec: SubscriptionRecord, acks: list[tuple[str, AckId]], seconds: int | None,
+                transition: Callable[[AckId], bool]) -> tuple[list[AckId], dict[str, str]]:
+        """Apply per-message exactly-once transitions; raise the per-ack-id error after the good ones ran."""
+        good: list[AckId] = []
+        failed: dict[str, str] = {}
+        for text, ack in acks:
+            if not rec.spec.enable_exactly_once_delivery or transition(ack):
+                good.append(ack)
+            else:
+                failed[text] = "PERMANENT_FAILURE_INVALID_ACK_ID"
+        by_lease: dict[str, int] = defaultdict(int)
+        for ack in good:
+            by_lease[ack.lease_id] += 1
+        now = self.ctx.clock()
+        for lease_id, count in by_lease.items():
+            self.ctx.leases.settle(name.path, lease_id, count if seconds is None else 0,
+                                   None if seconds is None else now + seconds)
+        return good, failed
+
+    @staticmethod
+    def _raise_failures(failed: dict[str, str]) -> None:
+        if failed:
+            raise InvalidArgument("Some acknowledgement ids failed: they are expired, already acknowledged or "
+                                  "unknown.", details=[{
+                                      "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                                      "reason": "EXACTLY_ONCE_ACKID_FAILURE",
+                                      "domain": "pubsub.googleapis.com",
+                                      "metadata": failed,
+                                  }])
 
     def acknowledge(self, name: Name, body: Any) -> dict[str, Any]:
-        rec, by_lease = self._open(name, body)
-        for lease_id, acks in by_lease.items():
-            self.ctx.leases.settle(name.path, lease_id, len(acks), None)
-        receipts = [a.receipt for acks in by_lease.values() for a in acks]
-        if receipts:
-            self.ctx.queues.delete_batch(rec.queue_url, receipts)
+        rec, acks = self._open(name, body)
+        now = self.ctx.clock()
+        good, failed = self._settle(name, rec, acks, None,
+                                    lambda a: self.exact.ack(name.path, a.message_id, a.lease_id, now))
+        if good:
+            self.ctx.queues.delete_batch(rec.queue_url, [a.receipt for a in good])
+        self._raise_failures(failed)
         return {}
 
     def modify_ack_deadline(self, name: Name, body: Any) -> dict[str, Any]:
         seconds = _int_field(body if isinstance(body, dict) else {}, "ackDeadlineSeconds", "ack_deadline_seconds")
         if not 0 <= seconds <= limits.MODIFY_DEADLINE_MAX:
             raise InvalidArgument(f"ack_deadline_seconds must be between 0 and {limits.MODIFY_DEADLINE_MAX}.")
-        rec, by_lease = self._open(name, body)
+        rec, acks = self._open(name, body)
         now = self.ctx.clock()
-        for lease_id in by_lease:
-            self.ctx.leases.settle(name.path, lease_id, 0, now + seconds)
-        changes = [(a.receipt, seconds) for acks in by_lease.values() for a in acks]
+        until = now + seconds if seconds else now - 0.001
+        good, failed = self._settle(name, rec, acks, seconds,
+                                    lambda a: self.exact.extend(name.path, a.message_id, a.lease_id, until, now))
+        # A nack (deadline 0) redelivers at once, or after the retry policy's backoff.
+        changes = [(a.receipt, seconds if seconds else nack_delay(rec, a.attempt)) for a in good]
         if changes:
             self.ctx.queues.change_visibility_batch(rec.queue_url, changes)
+        self._raise_failures(failed)
         return {}

@@ -8,6 +8,8 @@ lease per request, not one per message.
 
 from __future__ import annotations
 
+from typing import Any
+
 from botocore.exceptions import ClientError
 
 from chalicelib.config import Config
@@ -56,3 +58,55 @@ class LeaseStore:
                 return False
             raise
         return True
+
+
+class ExactLeases:
+    """Per-message delivery state for exactly-once subscriptions (item ``lease`` = ``m#{message id}``).
+
+    ``st`` is ``leased`` or ``acked``; ``tok`` the token of the delivery holding it; ``deadline``
+    when that delivery expires. Every transition is one conditional UpdateItem, so of two racing
+    pullers only one holds a message, and an ack with a stale token or after its deadline fails.
+    """
+
+    def __init__(self, config: Config) -> None:
+        self._ddb = aws.client("dynamodb", config)
+        self._table = config.leases_table
+
+    def _update(self, sub: str, mid: str, expr: str, cond: str, values: dict[str, Any]) -> dict[str, Any] | None:
+        """Run a conditional update; None on success, else the item as it was (possibly empty)."""
+        extra: dict[str, Any] = {"ExpressionAttributeNames": {"#ttl": "ttl"}} if "#ttl" in expr else {}
+        try:
+            with aws_errors("exactly-once lease"):
+                self._ddb.update_item(
+                    TableName=self._table, Key={"sub": {"S": sub}, "lease": {"S": f"m#{mid}"}},
+                    UpdateExpression=expr, ConditionExpression=cond, ExpressionAttributeValues=values,
+                    ReturnValuesOnConditionCheckFailure="ALL_OLD", **extra,
+                )
+        except ClientError as exc:
+            if code_of(exc) == "ConditionalCheckFailedException":
+                response: dict[str, Any] = dict(exc.response)
+                return dict(response.get("Item") or {})
+            raise
+        return None
+
+    def claim(self, sub: str, mid: str, token: str, deadline: float, now: float, expires: int) -> str:
+        """Lease a message for one delivery: ``ok``, ``acked`` (never deliver again) or ``held``."""
+        old = self._update(
+            sub, mid, "SET st = :leased, tok = :t, deadline = :d, #ttl = :x",
+            "attribute_not_exists(lease) OR (st = :leased AND deadline < :now)",
+            {":leased": {"S": "leased"}, ":t": {"S": token}, ":d": {"N": repr(deadline)},
+             ":now": {"N": repr(now)}, ":x": {"N": str(expires)}}
+        )
+        if old is None:
+            return "ok"
+        return "acked" if old.get("st", {}).get("S") == "acked" else "held"
+
+    def ack(self, sub: str, mid: str, token: str, now: float) -> bool:
+        return self._update(sub, mid, "SET st = :acked", "st = :leased AND tok = :t AND deadline >= :now",
+                            {":acked": {"S": "acked"}, ":leased": {"S": "leased"}, ":t": {"S": token},
+                             ":now": {"N": repr(now)}}) is None
+
+    def extend(self, sub: str, mid: str, token: str, deadline: float, now: float) -> bool:
+        return self._update(sub, mid, "SET deadline = :d", "st = :leased AND tok = :t AND deadline >= :now",
+                            {":d": {"N": repr(deadline)}, ":leased": {"S": "leased"}, ":t": {"S": token},
+                             ":now": {"N": repr(now)}}) is None

@@ -153,3 +153,80 @@ def test_deleted_topic_detaches_subscriptions(ready: Services) -> None:
     assert ready.admin.get_subscription(sub())["topic"] == "_deleted-topic_"
     ready.admin.create_topic(topic(), {})
     assert ready.admin.topic_subscription_names(topic(), {}) == {}
+
+
+def _sub_with(services: Services, clock: FakeClock, **spec: Any) -> None:
+    services.admin.create_topic(topic(), {})
+    services.admin.create_subscription(sub(), {"topic": topic().path, **spec})
+    clock.advance(1)
+
+
+def test_dead_letter_after_max_attempts(services: Services, clock: FakeClock) -> None:
+    services.admin.create_topic(topic("dead"), {})
+    services.admin.create_subscription(sub("dead-sub"), {"topic": topic("dead").path})
+    _sub_with(services, clock, deadLetterPolicy={"deadLetterTopic": topic("dead").path, "maxDeliveryAttempts": 5})
+    (mid,) = publish(services, b"poison", attrs={"k": "v"})
+    FanOut(services.ctx).handle(stream_event(services))
+    for attempt in range(1, 6):
+        (msg,) = pull(services)
+        assert msg["deliveryAttempt"] == attempt
+        services.pull.modify_ack_deadline(sub(), {"ackIds": [msg["ackId"]], "ackDeadlineSeconds": 0})
+    assert pull(services) == []  # the sixth receive forwards it instead
+    FanOut(services.ctx).handle(stream_event(services))
+    got = services.pull.pull(sub("dead-sub"), {"maxMessages": 5})["receivedMessages"]
+    attrs = got[0]["message"]["attributes"]
+    assert base64.b64decode(got[0]["message"]["data"]) == b"poison"
+    assert attrs["k"] == "v" and attrs["CloudPubSubDeadLetterSourceDeliveryCount"] == "5"
+    assert attrs["CloudPubSubDeadLetterSourceSubscription"] == "sub-a"
+    assert attrs["CloudPubSubDeadLetterSourceSubscriptionProject"] == P
+    assert mid
+
+
+def test_missing_dead_letter_topic_is_refused(services: Services) -> None:
+    services.admin.create_topic(topic(), {})
+    with pytest.raises(InvalidArgument):
+        services.admin.create_subscription(sub(), {"topic": topic().path,
+                                                   "deadLetterPolicy": {"deadLetterTopic": topic("nope").path}})
+
+
+def test_exactly_once_acks(services: Services, clock: FakeClock) -> None:
+    _sub_with(services, clock, enableExactlyOnceDelivery=True)
+    publish(services, b"a", b"b")
+    FanOut(services.ctx).handle(stream_event(services))
+    first, second = pull(services)
+    services.pull.modify_ack_deadline(sub(), {"ackIds": [second["ackId"]], "ackDeadlineSeconds": 60})
+    clock.advance(11)  # first's deadline passes; second's was extended
+    ack = services.pull.acknowledge
+    with pytest.raises(InvalidArgument) as err:
+        ack(sub(), {"ackIds": [first["ackId"]]})
+    meta = err.value.details[0]["metadata"]
+    assert meta == {first["ackId"]: "PERMANENT_FAILURE_INVALID_ACK_ID"}
+    # The expired id fails, while a valid id in the same request succeeds.
+    with pytest.raises(InvalidArgument) as err:
+        ack(sub(), {"ackIds": [first["ackId"], second["ackId"]]})
+    assert list(err.value.details[0]["metadata"]) == [first["ackId"]]
+    with pytest.raises(InvalidArgument):  # acked: a second ack of the same id fails
+        ack(sub(), {"ackIds": [second["ackId"]]})
+
+
+def test_filter_is_validated_and_applied(services: Services, clock: FakeClock) -> None:
+    services.admin.create_topic(topic(), {})
+    with pytest.raises(InvalidArgument, match="position"):
+        services.admin.create_subscription(sub(), {"topic": topic().path, "filter": "attributes.k ="})
+    services.admin.create_subscription(sub(), {"topic": topic().path, "filter": 'attributes.k = "yes"'})
+    clock.advance(1)
+    publish(services, b"no", attrs={"k": "no"})
+    (wanted,) = publish(services, b"yes", attrs={"k": "yes"})
+    FanOut(services.ctx).handle(stream_event(services))
+    assert [m["message"]["messageId"] for m in pull(services)] == [wanted]
+    with pytest.raises(InvalidArgument):
+        services.admin.patch_subscription(sub(), {"subscription": {"filter": ""}, "updateMask": "filter"})
+
+
+def test_detach_drops_backlog(ready: Services) -> None:
+    publish(ready, b"x")
+    FanOut(ready.ctx).handle(stream_event(ready))
+    ready.admin.detach_subscription(sub())
+    with pytest.raises(FailedPrecondition):
+        pull(ready)
+    assert ready.admin.topic_subscription_names(topic(), {}) == {}
