@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from chalice.app import Chalice, Request, Response
+from chalice.app import Chalice, Rate, Request, Response
 
 from chalicelib.api import routes
 from chalicelib.api.http import CONTENT_TYPES
@@ -55,6 +55,11 @@ def list_subscriptions(project: str) -> Response:
 @app.route(_SUB, methods=_ALL, content_types=CONTENT_TYPES)
 def subscription(project: str, subscription: str) -> Response:
     return routes.subscription(_request(), project, subscription)
+
+
+@app.schedule(Rate(1, unit=Rate.HOURS), name="maintenance")
+def maintenance(event: Any) -> dict[str, Any]:
+    return handlers.maintenance(event.to_dict(), event.context)
 
 
 # The messages table's stream drives fan-out (ReportBatchItemFailures is set by infra/).

@@ -26,6 +26,21 @@ class Config:
     pull_wait_seconds: float = field(default_factory=lambda: float(_env("METRO_PULL_WAIT_SECONDS", "10")))
     deployed: bool = field(default_factory=lambda: _env("METRO_MODE", "local") == "aws")
     log_level: str = field(default_factory=lambda: _env("METRO_LOG_LEVEL", "INFO"))
+    # --- push delivery (issue 4) ---
+    # Hostnames and CIDRs that push endpoints may use although they are not public (comma separated).
+    push_allow_list: tuple[str, ...] = field(default_factory=lambda: tuple(
+        e.strip() for e in _env("METRO_PUSH_ALLOW_LIST", "").split(",") if e.strip()))
+    # PEM private key (RSA >= 2048) that signs push tokens; local mode generates one per process if unset.
+    push_signing_key: str = field(default_factory=lambda: _env("METRO_PUSH_SIGNING_KEY", ""))
+    # Metro's public base URL: the issuer of push tokens (the JWKS is at {public_url}/v1/jwks).
+    public_url: str = field(default_factory=lambda: _env(
+        "METRO_PUBLIC_URL", f"http://{_env('METRO_HOST', '127.0.0.1')}:{_env('METRO_PORT', '8085')}"))
+    # Caps the push request timeout (normally the subscription's ack deadline); 0 = no cap.
+    push_timeout_seconds: float = field(default_factory=lambda: float(_env("METRO_PUSH_TIMEOUT_SECONDS", "0")))
+    # The push Lambda that event source mappings feed (deployed mode only), and their settings.
+    push_function: str = field(default_factory=lambda: _env("METRO_PUSH_FUNCTION", "metro-dev-push"))
+    push_batch_size: int = field(default_factory=lambda: int(_env("METRO_PUSH_BATCH_SIZE", "10")))
+    push_max_concurrency: int = field(default_factory=lambda: int(_env("METRO_PUSH_MAX_CONCURRENCY", "5")))
 
 
 @dataclass(frozen=True)
@@ -36,6 +51,9 @@ class LocalConfig:
     port: int = field(default_factory=lambda: int(_env("METRO_PORT", "8085")))
     emulator_port: int = field(default_factory=lambda: int(_env("METRO_EMULATOR_PORT", "4566")))
     pump_interval: float = field(default_factory=lambda: float(_env("METRO_PUMP_INTERVAL", "0.02")))
+    # push delivery (issue 4): how often the push pump re-reads the list of push subscriptions.
+    push_refresh: float = field(default_factory=lambda: float(_env("METRO_PUSH_REFRESH_SECONDS", "1.0")))
+    maintenance_interval: float = field(default_factory=lambda: float(_env("METRO_MAINTENANCE_INTERVAL", "60")))
 
 
 def load() -> Config:

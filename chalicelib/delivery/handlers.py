@@ -5,7 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from chalicelib.delivery.fanout import FanOut
+from chalicelib.delivery.maintenance import expire_idle_subscriptions
 from chalicelib.runtime import services
+
+
+def maintenance(event: dict[str, Any] | None = None, context: Any = None) -> dict[str, Any]:
+    return {"expired": expire_idle_subscriptions(services().ctx)}
 
 
 def fanout(event: dict[str, Any], context: Any = None) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from chalicelib.core.errors import NotFound
 from chalicelib.delivery import handlers
 from chalicelib.local.bootstrap import bootstrap
 from chalicelib.local.pump import StreamPump
+from chalicelib.local.schedule import Schedule
 from chalicelib.store import aws
 
 log = logging.getLogger("metro.local")
@@ -89,6 +90,7 @@ class Stack:
         self.local = metro_config.LocalConfig()
         bootstrap(self.config)
         self.pump = StreamPump(self.config, handlers.fanout, interval=self.local.pump_interval)
+        self.schedule = Schedule(handlers.maintenance, self.local.maintenance_interval)
         from app import app  # imported late: the app reads configuration when first used
 
         # As `chalice local` does: make current_request thread-local, since requests run concurrently.
@@ -99,12 +101,14 @@ class Stack:
 
     def serve(self) -> None:
         self.pump.start()
+        self.schedule.start()
         endpoint = self.config.endpoint_url or "AWS"
         print(f"Metro listening on http://{self.local.host}:{self.local.port} (AWS: {endpoint})", flush=True)
         self.server.server.serve_forever(poll_interval=0.2)
 
     def stop(self) -> None:
         self.pump.stop()
+        self.schedule.stop()
         threading.Thread(target=self.server.shutdown, daemon=True).start()
         self.server.server.server_close()
         if self.emulator is not None:

@@ -182,6 +182,8 @@ class AdminService:
         wire.setdefault("pushConfig", {})
         wire["ackDeadlineSeconds"] = rec.spec.ack_deadline
         wire.setdefault("messageRetentionDuration", f"{limits.RETENTION_DEFAULT}s")
+        if rec.spec.expiration_policy is None:
+            wire["expirationPolicy"] = {"ttl": f"{limits.EXPIRATION_DEFAULT}s"}
         wire["state"] = "ACTIVE"
         return wire
 

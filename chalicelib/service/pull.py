@@ -25,6 +25,8 @@ from chalicelib.service.deadletter import PARKED_SECONDS, forward, max_attempts,
 from chalicelib.store.leases import ExactLeases
 from chalicelib.store.queues import Received
 
+ACTIVITY_MARK_SECONDS = 3600.0
+
 
 def _int_field(body: dict[str, Any], camel: str, snake: str, default: int = 0) -> int:
     raw = body.get(camel, body.get(snake, default))
@@ -49,11 +51,16 @@ class PullService:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
         self.exact = ExactLeases(ctx.config)
+        self._marked: dict[str, float] = {}
 
     def _subscription(self, name: Name) -> SubscriptionRecord:
         rec = self.ctx.resources.require_subscription(name)
         if rec.spec.detached:
             raise FailedPrecondition(f"Subscription {name.path} is detached.")
+        now = self.ctx.clock()
+        if now - self._marked.get(name.path, 0.0) > ACTIVITY_MARK_SECONDS:  # one write per hour, not per call
+            self._marked[name.path] = now
+            self.ctx.resources.mark_active(name, now)
         return rec
 
     # -- pull -------------------------------------------------------------------------------

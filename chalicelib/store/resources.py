@@ -193,6 +193,33 @@ class ResourceStore:
                 raise NotFound("Subscription does not exist") from None
             raise
 
+    def mark_active(self, name: Name, now: float) -> None:
+        """Record subscriber activity (for expirationPolicy); callers rate-limit it."""
+        with aws_errors("MarkActive"):
+            try:
+                self._ddb.update_item(TableName=self._table, Key=_sub_key(name), UpdateExpression="SET active = :t",
+                                      ExpressionAttributeValues={":t": {"N": repr(now)}},
+                                      ConditionExpression="attribute_exists(pk)")
+            except ClientError as exc:
+                if code_of(exc) != "ConditionalCheckFailedException":
+                    raise
+
+    def all_subscriptions(self) -> list[tuple[SubscriptionRecord, float]]:
+        """Every subscription with its last activity time (a paginated Scan; used by maintenance only)."""
+        out = []
+        args: dict[str, Any] = {"TableName": self._table, "FilterExpression": "begins_with(sk, :s) AND "
+                                "begins_with(pk, :p)", "ExpressionAttributeValues": {":s": {"S": "sub#"},
+                                                                                     ":p": {"S": "project#"}}}
+        with aws_errors("Scan"):
+            while True:
+                resp = self._ddb.scan(**args)
+                for item in resp.get("Items", []):
+                    rec = _sub_record(item)
+                    out.append((rec, float(item.get("active", {}).get("N", rec.created))))
+                if "LastEvaluatedKey" not in resp:
+                    return out
+                args["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
+
     def list_subscriptions(self, project: str, page_size: int, token: str) -> tuple[list[SubscriptionRecord], str]:
         items, nxt = self._query(f"project#{project}", "sub#", page_size, token)
         return [_sub_record(i) for i in items], nxt

@@ -230,3 +230,19 @@ def test_detach_drops_backlog(ready: Services) -> None:
     with pytest.raises(FailedPrecondition):
         pull(ready)
     assert ready.admin.topic_subscription_names(topic(), {}) == {}
+
+
+def test_idle_subscriptions_expire(services: Services, clock: FakeClock) -> None:
+    from chalicelib.delivery.maintenance import expire_idle_subscriptions
+
+    services.admin.create_topic(topic(), {})
+    services.admin.create_subscription(sub("short"), {"topic": topic().path, "expirationPolicy": {"ttl": "86400s"}})
+    services.admin.create_subscription(sub("never"), {"topic": topic().path, "expirationPolicy": {}})
+    services.admin.create_subscription(sub("used"), {"topic": topic().path, "expirationPolicy": {"ttl": "86400s"}})
+    clock.advance(86000)
+    services.pull.pull(sub("used"), {"maxMessages": 1, "returnImmediately": True})  # activity
+    clock.advance(1000)
+    assert expire_idle_subscriptions(services.ctx) == [sub("short").path]
+    with pytest.raises(NotFound):
+        services.admin.get_subscription(sub("short"))
+    assert services.admin.get_subscription(sub("never"))["expirationPolicy"] == {}
