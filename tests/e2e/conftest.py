@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
+from google.auth.credentials import AnonymousCredentials
+from google.cloud import pubsub_v1
+from google.pubsub_v1 import PublisherClient as GapicPublisher
 
 from tests.stack import RunningStack, start_stack
 
@@ -28,3 +32,27 @@ def project() -> str:
 def unique() -> str:
     """A fresh resource id per test, so tests sharing a stack never collide."""
     return f"r{next(_counter)}-{id(object()) % 100000}"
+
+
+@pytest.fixture(scope="session")
+def client_options(stack: RunningStack) -> dict[str, str]:
+    return {"api_endpoint": stack.url}
+
+
+@pytest.fixture(scope="session")
+def publisher(client_options: dict[str, str]) -> Any:
+    return pubsub_v1.PublisherClient(transport="rest", client_options=client_options,
+                                     credentials=AnonymousCredentials())
+
+
+@pytest.fixture(scope="session")
+def subscriber(client_options: dict[str, str]) -> Any:
+    # Not closed: SubscriberClient.close() assumes a gRPC channel.
+    return pubsub_v1.SubscriberClient(transport="rest", client_options=client_options,
+                                      credentials=AnonymousCredentials())
+
+
+@pytest.fixture(scope="session")
+def gapic(client_options: dict[str, str]) -> Any:
+    """The plain GAPIC publisher: one call is one PublishRequest, no client-side batching."""
+    return GapicPublisher(transport="rest", client_options=client_options, credentials=AnonymousCredentials())

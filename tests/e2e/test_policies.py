@@ -1,0 +1,192 @@
+"""Delivery policies through the real stack with google-cloud-pubsub (REST): dead-letter, retry policy,
+filters, ordering keys, exactly-once, detach (pull subscriptions; push ones are in test_push*.py)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import defaultdict
+from typing import Any
+
+import pytest
+from google.api_core import exceptions as gexc
+from google.pubsub_v1 import PubsubMessage, ReceivedMessage
+
+pytestmark = pytest.mark.e2e
+
+PROJECT = "e2e-project"
+
+
+def _topic(publisher: Any, rid: str) -> str:
+    name = f"projects/{PROJECT}/topics/{rid}"
+    publisher.create_topic(name=name)
+    return name
+
+
+def _sub(subscriber: Any, rid: str, topic: str, **spec: Any) -> str:
+    name = f"projects/{PROJECT}/subscriptions/{rid}"
+    subscriber.create_subscription(request={"name": name, "topic": topic, **spec})
+    return name
+
+
+def _pull(subscriber: Any, sub: str, n: int = 10, wait: bool = True) -> list[ReceivedMessage]:
+    return list(subscriber.pull(request={"subscription": sub, "max_messages": n,
+                                         "return_immediately": not wait}).received_messages)
+
+
+def _pull_until(subscriber: Any, sub: str, count: int, timeout: float = 10) -> list[ReceivedMessage]:
+    got: list[ReceivedMessage] = []
+    end = time.monotonic() + timeout
+    while len(got) < count and time.monotonic() < end:
+        got += _pull(subscriber, sub, count - len(got))
+    return got
+
+
+def test_dead_letter_topic(publisher: Any, subscriber: Any, unique: str) -> None:
+    topic, dlt = _topic(publisher, f"{unique}-src"), _topic(publisher, f"{unique}-dlt")
+    dead_sub = _sub(subscriber, f"{unique}-dead", dlt)
+    sub = _sub(subscriber, f"{unique}-sub", topic,
+               dead_letter_policy={"dead_letter_topic": dlt, "max_delivery_attempts": 5})
+    assert subscriber.get_subscription(subscription=sub).dead_letter_policy.max_delivery_attempts == 5
+    publisher.publish(topic, b"poison", origin="test").result()
+    for attempt in range(1, 6):
+        (msg,) = _pull_until(subscriber, sub, 1)
+        assert msg.delivery_attempt == attempt
+        subscriber.modify_ack_deadline(subscription=sub, ack_ids=[msg.ack_id], ack_deadline_seconds=0)
+    assert _pull(subscriber, sub, wait=False) == []
+    (dead,) = _pull_until(subscriber, dead_sub, 1)
+    assert dead.message.data == b"poison"
+    attrs = dict(dead.message.attributes)
+    assert attrs["origin"] == "test"
+    assert attrs["CloudPubSubDeadLetterSourceDeliveryCount"] == "5"
+    assert attrs["CloudPubSubDeadLetterSourceSubscription"] == f"{unique}-sub"
+    assert attrs["CloudPubSubDeadLetterSourceSubscriptionProject"] == PROJECT
+    assert "CloudPubSubDeadLetterSourceTopicPublishTime" in attrs
+
+
+def test_dead_letter_topic_must_exist(publisher: Any, subscriber: Any, unique: str) -> None:
+    topic = _topic(publisher, unique)
+    with pytest.raises(gexc.BadRequest):
+        _sub(subscriber, unique, topic, dead_letter_policy={"dead_letter_topic": f"projects/{PROJECT}/topics/nope"})
+
+
+def test_retry_policy_delays_redelivery(publisher: Any, subscriber: Any, unique: str) -> None:
+    topic = _topic(publisher, unique)
+    sub = _sub(subscriber, unique, topic, retry_policy={"minimum_backoff": "2s", "maximum_backoff": "4s"})
+    publisher.publish(topic, b"later").result()
+    (msg,) = _pull_until(subscriber, sub, 1)
+    nacked = time.monotonic()
+    subscriber.modify_ack_deadline(subscription=sub, ack_ids=[msg.ack_id], ack_deadline_seconds=0)
+    assert _pull(subscriber, sub, wait=False) == []  # not at once: the backoff holds it
+    (again,) = _pull_until(subscriber, sub, 1)
+    assert again.message.message_id == msg.message.message_id
+    assert time.monotonic() - nacked >= 1.5
+
+
+def test_filters(publisher: Any, subscriber: Any, unique: str) -> None:
+    topic = _topic(publisher, unique)
+    with pytest.raises(gexc.BadRequest, match="position"):
+        _sub(subscriber, f"{unique}-bad", topic, filter='attributes.color = "red" AND')
+    sub = _sub(subscriber, unique, topic, filter='attributes.color = "red" OR hasPrefix(attributes.size, "X")')
+    publisher.publish(topic, b"a", color="red").result()
+    publisher.publish(topic, b"b", color="blue").result()
+    publisher.publish(topic, b"c", size="XL").result()
+    got = _pull_until(subscriber, sub, 2)
+    time.sleep(0.3)
+    got += _pull(subscriber, sub, wait=False)
+    assert sorted(m.message.data for m in got) == [b"a", b"c"]
+    with pytest.raises(gexc.BadRequest):  # filters are immutable
+        subscriber.update_subscription(request={"subscription": {"name": sub, "filter": ""},
+                                                "update_mask": {"paths": ["filter"]}})
+
+
+def test_ordering_keys(gapic: Any, publisher: Any, subscriber: Any, unique: str) -> None:
+    topic = _topic(publisher, unique)
+    sub = _sub(subscriber, unique, topic, enable_message_ordering=True)
+    keys = ["k1", "k2", "k3"]
+    for batch in range(4):  # one request per batch: publish order = request order, then index
+        gapic.publish(topic=topic, messages=[PubsubMessage(data=f"{k}:{batch * 5 + i}".encode(), ordering_key=k)
+                                             for k in keys for i in range(5)])
+    seen: dict[str, list[int]] = defaultdict(list)
+    first_nack_done = False
+    end = time.monotonic() + 20
+    while sum(map(len, seen.values())) < 60 and time.monotonic() < end:
+        msgs = _pull(subscriber, sub, 10)
+        if not first_nack_done and msgs:  # a nacked message comes back before its successors
+            head = msgs[0]
+            nack_ids = [m.ack_id for m in msgs if m.message.ordering_key == head.message.ordering_key]
+            subscriber.modify_ack_deadline(subscription=sub, ack_ids=nack_ids, ack_deadline_seconds=0)
+            msgs = [m for m in msgs if m.message.ordering_key != head.message.ordering_key]
+            first_nack_done = True
+        for m in msgs:
+            key, n = m.message.data.decode().split(":")
+            assert m.message.ordering_key == key
+            seen[key].append(int(n))
+        if msgs:
+            subscriber.acknowledge(subscription=sub, ack_ids=[m.ack_id for m in msgs])
+    assert {k: v for k, v in seen.items()} == {k: list(range(20)) for k in keys}
+
+
+def test_ordering_key_over_1kb_is_refused(gapic: Any, publisher: Any, unique: str) -> None:
+    topic = _topic(publisher, unique)
+    with pytest.raises(gexc.BadRequest):
+        gapic.publish(topic=topic, messages=[PubsubMessage(data=b"x", ordering_key="k" * 1025)])
+
+
+def test_exactly_once_racing_pullers(publisher: Any, subscriber: Any, unique: str) -> None:
+    topic = _topic(publisher, unique)
+    sub = _sub(subscriber, unique, topic, enable_exactly_once_delivery=True)
+    for i in range(30):
+        publisher.publish(topic, str(i).encode())
+    publisher.publish(topic, b"last").result()
+    acked: list[str] = []
+    lock = threading.Lock()
+
+    def worker() -> None:
+        end = time.monotonic() + 15
+        while time.monotonic() < end:
+            with lock:
+                if len(acked) >= 31:
+                    return
+            msgs = _pull(subscriber, sub, 5)
+            if not msgs:
+                continue
+            subscriber.acknowledge(subscription=sub, ack_ids=[m.ack_id for m in msgs])
+            with lock:
+                acked.extend(m.message.message_id for m in msgs)
+
+    threads = [threading.Thread(target=worker) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(acked) == 31 and len(set(acked)) == 31  # every message acked exactly once
+    time.sleep(1)
+    assert _pull(subscriber, sub, 10, wait=False) == []
+
+
+def test_exactly_once_stale_ack_fails_per_id(publisher: Any, subscriber: Any, unique: str) -> None:
+    topic = _topic(publisher, unique)
+    sub = _sub(subscriber, unique, topic, enable_exactly_once_delivery=True)
+    publisher.publish(topic, b"a").result()
+    publisher.publish(topic, b"b").result()
+    first, second = _pull_until(subscriber, sub, 2)
+    subscriber.acknowledge(subscription=sub, ack_ids=[first.ack_id])
+    with pytest.raises(gexc.BadRequest) as err:  # already acked: this id fails, the other succeeds
+        subscriber.acknowledge(subscription=sub, ack_ids=[first.ack_id, second.ack_id])
+    assert "EXACTLY_ONCE_ACKID_FAILURE" in str(err.value.details) or err.value.details
+    with pytest.raises(gexc.BadRequest):
+        subscriber.acknowledge(subscription=sub, ack_ids=[second.ack_id])
+    assert _pull(subscriber, sub, wait=False) == []
+
+
+def test_detach(publisher: Any, subscriber: Any, unique: str) -> None:
+    topic = _topic(publisher, unique)
+    sub = _sub(subscriber, unique, topic)
+    publisher.publish(topic, b"x").result()
+    publisher.detach_subscription(request={"subscription": sub})
+    with pytest.raises(gexc.BadRequest, match="detached") as err:  # over REST, errors map by HTTP status
+        _pull(subscriber, sub, wait=False)
+    assert err.value.response.json()["error"]["status"] == "FAILED_PRECONDITION"
+    assert sub not in list(publisher.list_topic_subscriptions(topic=topic))
+    assert subscriber.get_subscription(subscription=sub).detached
