@@ -7,7 +7,7 @@ from typing import Any
 
 from chalice.app import Chalice, Rate, Request, Response
 
-from chalicelib.api import routes
+from chalicelib.api import jwks, routes
 from chalicelib.api.http import CONTENT_TYPES
 from chalicelib.delivery import handlers
 
@@ -67,3 +67,20 @@ def maintenance(event: Any) -> dict[str, Any]:
                         batch_size=100, starting_position="TRIM_HORIZON", name="fanout")
 def fanout(event: Any) -> dict[str, Any]:
     return handlers.fanout(event.to_dict(), event.context)
+
+
+# --- push delivery (issue 4) ---
+@app.route("/v1/jwks", methods=["GET"])
+def push_jwks() -> Response:
+    return jwks.jwks()
+
+
+@app.route("/.well-known/jwks.json", methods=["GET"])
+def push_jwks_well_known() -> Response:
+    return jwks.jwks()
+
+
+# Fed by one event source mapping per push subscription queue, which Metro manages (store/mappings.py).
+@app.lambda_function(name="push")
+def push(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    return handlers.push(event, context)

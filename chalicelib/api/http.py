@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import unquote
@@ -54,9 +55,20 @@ def parse_body(raw: str | bytes | None) -> Any:
     if not raw or not raw.strip():
         return {}
     try:
-        return json.loads(raw)
+        return json.loads(raw, parse_float=_finite_float, parse_constant=_no_constant)
     except (ValueError, UnicodeDecodeError) as exc:
         raise InvalidArgument(f"Invalid JSON payload received. {str(exc)[:120]}") from None
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e400: no field of the API takes an infinite number
+        raise ValueError(f"Number out of range: {text[:40]}")
+    return value
+
+
+def _no_constant(text: str) -> Any:
+    raise ValueError(f"Unexpected token: {text}")  # NaN and Infinity are not JSON
 
 
 def split_segment(segment: str) -> tuple[str, str]:

@@ -12,6 +12,7 @@ from chalicelib.api.http import guarded, json_response, not_found, parse_body, s
 from chalicelib.core import names
 from chalicelib.core.names import Name
 from chalicelib.runtime import services
+from chalicelib.service import push_config  # push delivery (issue 4)
 
 Handler = Callable[[Name, Any, dict[str, str]], dict[str, Any]]
 
@@ -68,6 +69,7 @@ def subscription(request: Request, project: str, segment: str) -> Response:
         ("POST", "pull"): lambda: lambda n, b, p: s().pull.pull(n, b),
         ("POST", "acknowledge"): lambda: lambda n, b, p: s().pull.acknowledge(n, b),
         ("POST", "modifyAckDeadline"): lambda: lambda n, b, p: s().pull.modify_ack_deadline(n, b),
+        ("POST", "modifyPushConfig"): lambda: lambda n, b, p: push_config.modify_push_config(s().admin, n, b),
         ("POST", "detach"): lambda: lambda n, b, p: s().admin.detach_subscription(n),
     }
     return _dispatch(request, table, project, "subscriptions", segment)

@@ -10,6 +10,7 @@ from typing import Any
 
 from chalicelib.core import limits
 from chalicelib.core.errors import InvalidArgument
+from chalicelib.core.timefmt import parse_timestamp
 
 _B64 = re.compile(r"^[A-Za-z0-9+/\-_]*={0,2}$")
 
@@ -51,6 +52,18 @@ def _attributes(value: object) -> dict[str, str]:
     return dict(value)
 
 
+def _output_only(item: dict[str, Any]) -> None:
+    """message_id and publish_time are set by the service and ignored on publish, but must still parse."""
+    for camel, snake in (("messageId", "message_id"), ("publishTime", "publish_time")):
+        value = item.get(camel, item.get(snake))
+        if value is None:
+            continue
+        if camel == "publishTime":
+            parse_timestamp(value, "messages.publish_time")
+        elif not isinstance(value, str):
+            raise InvalidArgument(f"Invalid value at 'messages.{snake}': must be a string")
+
+
 _MESSAGE_FIELDS = {"data", "attributes", "messageId", "message_id", "publishTime", "publish_time",
                    "orderingKey", "ordering_key"}
 
@@ -77,6 +90,7 @@ def parse_publish(body: object) -> list[NewMessage]:
         unknown = set(item) - _MESSAGE_FIELDS
         if unknown:
             raise InvalidArgument(f'Invalid JSON payload received. Unknown name "{sorted(unknown)[0]}" in a message.')
+        _output_only(item)
         data = decode_data(item.get("data", ""))
         attrs = _attributes(item.get("attributes"))
         key = item.get("orderingKey", item.get("ordering_key", "")) or ""

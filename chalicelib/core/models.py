@@ -189,7 +189,10 @@ def mask_paths(mask: object, allowed: dict[str, str], what: str) -> list[str]:
     ``allowed`` maps each updatable snake_case path to its Python field name.
     """
     if isinstance(mask, dict):  # a FieldMask object {"paths": [...]} is also accepted
-        mask = ",".join(mask.get("paths", []))
+        paths = mask.get("paths", [])
+        if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
+            raise InvalidArgument(f"Invalid value at 'update_mask.paths' in the {what}: must be a list of strings.")
+        mask = ",".join(paths)
     if not isinstance(mask, str) or not mask.strip():
         raise InvalidArgument(f"The update_mask in the {what} must be set, and must contain a non-empty paths list.")
     fields = []

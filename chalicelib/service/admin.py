@@ -9,6 +9,7 @@ from chalicelib.core.errors import AlreadyExists, InvalidArgument, NotFound
 from chalicelib.core.models import Subscription, Topic, mask_paths, parse_model
 from chalicelib.core.names import DELETED_TOPIC, Name
 from chalicelib.core.records import SubscriptionRecord, TopicRecord
+from chalicelib.service import push_config  # push delivery (issue 4)
 from chalicelib.service.checks import check_subscription
 from chalicelib.service.context import Context
 
@@ -45,6 +46,11 @@ def page_args(params: dict[str, str]) -> tuple[int, str]:
     return size, params.get("pageToken", params.get("page_token", ""))
 
 
+def _or_empty(value: Any) -> Any:
+    """An absent (or null) message field is the empty message; any other non-object is refused by parse_model."""
+    return {} if value is None else value
+
+
 def _listing(key: str, items: list[Any], token: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if items:
@@ -72,7 +78,7 @@ class AdminService:
     def patch_topic(self, name: Name, body: Any) -> dict[str, Any]:
         if not isinstance(body, dict):
             raise InvalidArgument("Invalid JSON payload received: the request must be a JSON object")
-        patch = parse_model(Topic, body.get("topic") or {}, "topic")
+        patch = parse_model(Topic, _or_empty(body.get("topic")), "topic")
         fields = mask_paths(body.get("updateMask", body.get("update_mask")), TOPIC_UPDATABLE, "UpdateTopicRequest")
         self._same_name(patch.name, name)
         rec = self.resources.require_topic(name)
@@ -114,6 +120,7 @@ class AdminService:
         spec = sub.model_copy(update={"name": name.path, "topic": topic.path, "state": None,
                                       "topic_message_retention_duration": None, "detached": False})
         check_subscription(spec, self.ctx)
+        push_config.validate(self.ctx, spec)  # push delivery (issue 4)
         if self.resources.get_subscription(name) is not None:
             raise AlreadyExists("Subscription already exists")
         now = self.ctx.clock()
@@ -127,6 +134,7 @@ class AdminService:
         except Exception:
             self.ctx.queues.delete(url)
             raise
+        push_config.sync(self.ctx, None, rec)  # push delivery (issue 4)
         return self._sub_wire(rec)
 
     def get_subscription(self, name: Name) -> dict[str, Any]:
@@ -135,7 +143,7 @@ class AdminService:
     def patch_subscription(self, name: Name, body: Any) -> dict[str, Any]:
         if not isinstance(body, dict):
             raise InvalidArgument("Invalid JSON payload received: the request must be a JSON object")
-        patch = parse_model(Subscription, body.get("subscription") or {}, "subscription")
+        patch = parse_model(Subscription, _or_empty(body.get("subscription")), "subscription")
         fields = mask_paths(body.get("updateMask", body.get("update_mask")), SUBSCRIPTION_UPDATABLE,
                             "UpdateSubscriptionRequest")
         self._same_name(patch.name, name)
@@ -145,10 +153,12 @@ class AdminService:
         rec = self.resources.require_subscription(name)
         spec = rec.spec.model_copy(update=changes)
         check_subscription(spec, self.ctx)
+        push_config.validate(self.ctx, spec, rec.spec)  # push delivery (issue 4)
         if spec.ack_deadline != rec.spec.ack_deadline:
             self.ctx.queues.set_visibility_default(rec.queue_url, spec.ack_deadline)
         new = rec.with_spec(spec)
         self.resources.put_subscription(name, new, old_topic=rec.spec.topic if rec.attached else None)
+        push_config.sync(self.ctx, rec, new)  # push delivery (issue 4)
         return self._sub_wire(new)
 
     def detach_subscription(self, name: Name) -> dict[str, Any]:
@@ -166,6 +176,7 @@ class AdminService:
     def delete_subscription(self, name: Name) -> dict[str, Any]:
         rec = self.resources.require_subscription(name)
         self.resources.delete_subscription(name, rec.spec.topic)
+        push_config.sync(self.ctx, rec, None)  # push delivery (issue 4)
         self.ctx.queues.delete(rec.queue_url)
         return {}
 

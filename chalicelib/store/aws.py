@@ -1,14 +1,173 @@
-"""boto3 clients, built once per process from configuration, with botocore's own retry mode."""
+"""boto3 clients, built once per process from configuration, with botocore's own retry mode.
+
+Every client carries three cheap event handlers that feed an opt-in request counter (the benchmark
+installs one with :func:`count_requests`; without one they return at once). Requests are counted
+where they leave botocore, by *part* (a per-thread label the caller sets with :func:`set_part`,
+for example ``api:publish``, ``fanout`` or ``pump``), service and operation: calls, HTTP attempts
+(retries included), errors, and whatever billing units an optional meter derives from the call's
+parameters and parsed response.
+"""
 
 from __future__ import annotations
 
 import functools
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 import boto3
 from botocore.config import Config as BotoConfig
 
 from chalicelib.config import Config
+
+# (service id, operation, API parameters, parsed response) -> billing units, e.g. {"wu": 1.0}
+Meter = Callable[[str, str, Mapping[str, Any], Mapping[str, Any]], Mapping[str, float]]
+Key = tuple[str, str, str]  # (part, service id, operation)
+
+DEFAULT_PART = "other"
+_PARAMS = "metro_counted_params"
+_STARTED = "metro_counted_started"
+
+
+@dataclass
+class Tally:
+    calls: int = 0
+    attempts: int = 0
+    errors: int = 0
+    units: dict[str, float] = field(default_factory=dict)
+    seconds: float = 0.0  # summed wall time of the calls, parameters to parsed response
+
+    def add(self, other: Tally) -> None:
+        self.calls += other.calls
+        self.attempts += other.attempts
+        self.errors += other.errors
+        self.seconds += other.seconds
+        for k, v in other.units.items():
+            self.units[k] = self.units.get(k, 0.0) + v
+
+
+class RequestCounter:
+    """Thread-safe counts of AWS requests by (part, service, operation)."""
+
+    def __init__(self, meter: Meter | None = None) -> None:
+        self._meter = meter
+        self._lock = threading.Lock()
+        self._tallies: dict[Key, Tally] = {}
+
+    def _tally(self, key: Key) -> Tally:
+        tally = self._tallies.get(key)
+        if tally is None:
+            tally = self._tallies[key] = Tally()
+        return tally
+
+    def attempt(self, service: str, operation: str) -> None:
+        with self._lock:
+            self._tally((current_part(), service, operation)).attempts += 1
+
+    def call(self, service: str, operation: str, params: Mapping[str, Any], parsed: Mapping[str, Any],
+             failed: bool, seconds: float = 0.0) -> None:
+        units: Mapping[str, float] = {}
+        if self._meter is not None:
+            try:
+                units = self._meter(service, operation, params, parsed)
+            except Exception:  # a meter bug must never break a request
+                units = {"meter_errors": 1.0}
+        with self._lock:
+            tally = self._tally((current_part(), service, operation))
+            tally.calls += 1
+            tally.errors += int(failed)
+            tally.seconds += seconds
+            for k, v in units.items():
+                tally.units[k] = tally.units.get(k, 0.0) + v
+
+    def snapshot(self) -> dict[Key, Tally]:
+        """A copy of the counts so far (subtract two snapshots to measure a window)."""
+        with self._lock:
+            return {k: Tally(t.calls, t.attempts, t.errors, dict(t.units), t.seconds) for k, t in self._tallies.items()}
+
+    def reset(self) -> None:
+        with self._lock:
+            self._tallies.clear()
+
+
+_counter: RequestCounter | None = None
+_local = threading.local()
+
+
+def count_requests(counter: RequestCounter | None) -> None:
+    """Install (or, with None, remove) the process-wide request counter."""
+    global _counter
+    _counter = counter
+
+
+def current_part() -> str:
+    return str(getattr(_local, "part", DEFAULT_PART))
+
+
+def set_part(part: str) -> str:
+    """Label this thread's AWS requests with ``part``; returns the previous label."""
+    previous = current_part()
+    _local.part = part
+    return previous
+
+
+@contextmanager
+def part(label: str) -> Iterator[None]:
+    previous = set_part(label)
+    try:
+        yield
+    finally:
+        set_part(previous)
+
+
+def _names(event_name: str) -> tuple[str, str]:
+    _, service, operation = event_name.split(".", 2)
+    return service, operation
+
+
+def _elapsed(context: dict[str, Any]) -> float:
+    started = context.get(_STARTED)
+    return time.perf_counter() - started if started is not None else 0.0
+
+
+def _on_params(params: Mapping[str, Any], context: dict[str, Any], **_: Any) -> None:
+    if _counter is not None:
+        context[_PARAMS] = params
+        context[_STARTED] = time.perf_counter()
+
+
+def _on_send(event_name: str, **_: Any) -> None:
+    counter = _counter
+    if counter is not None:
+        counter.attempt(*_names(event_name))
+    # returning None lets botocore send the request
+
+
+def _on_after_call(event_name: str, http_response: Any, parsed: Mapping[str, Any], context: dict[str, Any],
+                   **_: Any) -> None:
+    counter = _counter
+    if counter is not None:
+        status = getattr(http_response, "status_code", 200)
+        counter.call(*_names(event_name), context.get(_PARAMS, {}), parsed or {}, status >= 300, _elapsed(context))
+
+
+def _on_call_error(event_name: str, context: dict[str, Any], **_: Any) -> None:
+    counter = _counter
+    if counter is not None:
+        counter.call(*_names(event_name), context.get(_PARAMS, {}), {}, True, _elapsed(context))
+
+
+def instrument(client: Any) -> Any:
+    """Attach the counting handlers to a client (done for every client built here)."""
+    events = client.meta.events
+    events.register("before-parameter-build", _on_params)
+    events.register("before-send", _on_send)
+    events.register("after-call", _on_after_call)
+    events.register("after-call-error", _on_call_error)
+    return client
 
 
 @functools.cache
@@ -30,7 +189,7 @@ def _client(service: str, region: str, endpoint_url: str | None) -> Any:
         tcp_keepalive=True,
     )
     session: Any = _session()
-    return session.client(service, region_name=region, endpoint_url=endpoint_url, config=boto_config)
+    return instrument(session.client(service, region_name=region, endpoint_url=endpoint_url, config=boto_config))
 
 
 def reset_clients() -> None:

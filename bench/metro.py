@@ -1,0 +1,93 @@
+"""Metro driven over plain HTTP (requests.Session with keep-alive per thread), as the REST API is used."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import time
+from typing import Any
+
+import requests
+
+from bench.pricing import google_message_bytes
+from bench.workload import ConsumeFactory, Publish, PublishFactory, Pulled
+
+PROJECT = "bench"
+TS = "bench_ts"  # attribute carrying the publisher's send time (epoch seconds)
+JSON = {"Content-Type": "application/json"}
+
+
+def payloads(size: int, count: int = 16) -> list[str]:
+    """A few distinct random bodies of ``size`` bytes, base64-encoded for the wire."""
+    return [base64.b64encode(os.urandom(size)).decode() for _ in range(count)]
+
+
+def _b64_len(text: str) -> int:
+    return len(text) * 3 // 4 - (2 if text.endswith("==") else 1 if text.endswith("=") else 0)
+
+
+class MetroClient:
+    def __init__(self, url: str) -> None:
+        self.url = url.rstrip("/")
+        self.session = requests.Session()
+
+    def call(self, method: str, path: str, body: Any = None, timeout: float = 60) -> Any:
+        data = None if body is None else json.dumps(body)
+        resp = self.session.request(method, f"{self.url}/v1/{path}", data=data, headers=JSON, timeout=timeout)
+        if resp.status_code != 200:
+            raise RuntimeError(f"{method} {path}: HTTP {resp.status_code}: {resp.text[:300]}")
+        return resp.json() if resp.content else {}
+
+    def create(self, topic: str, subscriptions: list[str], ack_deadline: int = 20) -> None:
+        self.call("PUT", f"projects/{PROJECT}/topics/{topic}", {})
+        for sub in subscriptions:
+            self.call("PUT", f"projects/{PROJECT}/subscriptions/{sub}",
+                      {"topic": f"projects/{PROJECT}/topics/{topic}", "ackDeadlineSeconds": ack_deadline})
+
+
+def publisher(url: str, topic: str, bodies: list[str], size: int) -> PublishFactory:
+    def factory() -> Publish:
+        client = MetroClient(url)
+        path = f"projects/{PROJECT}/topics/{topic}:publish"
+
+        def publish(index: int, count: int) -> int:
+            ts = f"{time.time():.6f}"
+            attrs = {TS: ts}
+            messages = [{"data": bodies[(index + i) % len(bodies)], "attributes": attrs} for i in range(count)]
+            got = client.call("POST", path, {"messages": messages})
+            if len(got.get("messageIds", [])) != count:
+                raise RuntimeError(f"publish returned {len(got.get('messageIds', []))} ids for {count} messages")
+            return count * google_message_bytes(size, attrs)
+
+        return publish
+
+    return factory
+
+
+def consumer(url: str, size: int, max_messages: int, pull_timeout: float) -> ConsumeFactory:
+    def factory(sub: str) -> Any:
+        client = MetroClient(url)
+        base = f"projects/{PROJECT}/subscriptions/{sub}"
+
+        def consume() -> Pulled:
+            got = client.call("POST", base + ":pull", {"maxMessages": max_messages}, timeout=pull_timeout)
+            now = time.time()
+            received = got.get("receivedMessages", [])
+            out = Pulled()
+            if not received:
+                return out
+            for r in received:
+                m = r["message"]
+                attrs = m.get("attributes", {})
+                data_len = _b64_len(m.get("data", ""))
+                out.ids.append(m["messageId"])
+                out.latencies.append(now - float(attrs.get(TS, now)))
+                out.google_bytes += google_message_bytes(data_len, attrs)
+                out.bad += int(data_len != size)
+            client.call("POST", base + ":acknowledge", {"ackIds": [r["ackId"] for r in received]})
+            return out
+
+        return consume
+
+    return factory

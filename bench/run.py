@@ -1,0 +1,161 @@
+"""``python -m bench.run``: benchmark Metro on the embedded stack, count its AWS requests, price them.
+
+Scenarios (``--quick``: a few hundred messages each, for CI):
+  A  10,000 messages of 1 KiB, published 100 per request, one pull subscription (maxMessages=100)
+  B  the same with 3 subscriptions (fan-out)
+  C  2,000 messages of 64 KiB, one subscription
+and, on the same emulator in the same run, the baselines they are compared with: raw SQS (1 KiB and
+64 KiB) and SNS -> 3 SQS queues. Writes bench/results.json and bench/chart.png (quick runs:
+bench/results-quick.json and bench/chart-quick.png); exits 1 when a scenario did not complete, and
+with ``--check`` also when a target is missed.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import os
+import platform
+import sys
+import time
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from bench import chart, experiments, pricing, report, scenarios
+from bench.stack import BenchStack
+
+HERE = Path(__file__).resolve().parent
+cli = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+
+
+def machine() -> dict[str, Any]:
+    cpu = platform.processor()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem_gib = None
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal"):
+                mem_gib = round(int(line.split()[1]) / 1024**2, 1)
+    except OSError:
+        pass
+    versions = {}
+    for pkg in ("moto", "boto3", "botocore", "chalice", "requests"):
+        try:
+            versions[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            versions[pkg] = None
+    return {"platform": platform.platform(), "python": sys.version.split()[0], "cpu": cpu,
+            "cpus": os.cpu_count(), "memory_gib": mem_gib, "packages": versions}
+
+
+@cli.command()
+def main(
+    quick: bool = typer.Option(False, "--quick", help="A few hundred messages per scenario (CI; < 60 s)."),
+    out: Path | None = typer.Option(None, "--out", help="results JSON (default bench/results.json)."),
+    chart_path: Path | None = typer.Option(None, "--chart", help="chart PNG (default: next to the JSON)."),
+    only: str = typer.Option("", help="Comma-separated runs to do, e.g. 'A,sqs-1k' (default: all)."),
+    publishers: int = typer.Option(4, help="Publisher threads."),
+    consumers: int = typer.Option(4, help="Puller threads per subscription."),
+    window: int = typer.Option(300, help="Flow control: most messages published but not yet acked (0: none)."),
+    pull_wait: int = typer.Option(0, help="Long-poll seconds of a pull (METRO_PULL_WAIT_SECONDS, SQS wait); "
+                                  "default 1 quick, 2 full."),
+    timeout: float = typer.Option(0, help="Seconds a scenario may take (default 40 quick, 900 full)."),
+    scale: float = typer.Option(1.0, help="Multiply every scenario's message count (experiments)."),
+    probe: int = typer.Option(-1, help="Publish requests of the paced latency probe (default 2 quick, 20 full)."),
+    moto_speedup: bool = typer.Option(True, help="Patch moto's SQS clock in this process (see bench/emulator.py)."),
+    patch: str = typer.Option("", help="Comma-separated proposals to try in-process (see bench/experiments.py)."),
+    check: bool = typer.Option(False, "--check", help="Exit 1 when a target is missed."),
+    detail: bool = typer.Option(True, help="Print the per-operation request tables."),
+) -> None:
+    """Run the scenarios and the baselines; print, save and chart the figures."""
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s %(message)s")
+    for noisy in ("botocore", "urllib3", "moto", "metro"):
+        logging.getLogger(noisy).setLevel(logging.ERROR)
+    # moto is not thread-safe: a rare request fails with a 500 that botocore retries (counted as an attempt)
+    logging.getLogger("werkzeug").setLevel(logging.CRITICAL)
+    console = Console(width=None if sys.stdout.isatty() else 140)
+    if out is None:
+        out = HERE / ("results-quick.json" if quick else "results.json")
+    if chart_path is None:
+        chart_path = HERE / "chart.png" if out == HERE / "results.json" else out.with_suffix(".png")
+    pull_wait = pull_wait or (1 if quick else 2)
+    settings = scenarios.Settings(publishers, consumers, window, pull_wait, timeout or (40 if quick else 900),
+                                  probe_requests=probe if probe >= 0 else (2 if quick else 20),
+                                  probe_seconds=5.0 if quick else 60.0,
+                                  probe_only={"sqs-1k", "A"} if quick else None)
+    wanted = {s.strip() for s in only.split(",") if s.strip()}
+    todo = [s for s in scenarios.plan(quick, scale) if not wanted or s.key in wanted]
+
+    started = time.perf_counter()
+    console.print(f"[b]Metro benchmark[/b] ({'quick' if quick else 'full'}): starting the embedded stack ...")
+    stack = BenchStack(pull_wait_seconds=pull_wait, moto_speedup=moto_speedup)
+    results: dict[str, dict[str, Any]] = {}
+    patches = [p.strip() for p in patch.split(",") if p.strip()]
+    try:
+        experiments.apply(patches, stack)
+        scenarios.warm_up(stack)
+        console.print(f"stack up and warm in {time.perf_counter() - started:.1f} s")
+        columns = (TextColumn("{task.description:<34}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+        with Progress(*columns, console=console) as progress:
+            for sc in todo:
+                task = progress.add_task(f"{sc.key}: {sc.system} {sc.title}", total=sc.messages)
+                t0 = time.perf_counter()
+                results[sc.key] = scenarios.run(stack, sc, settings,
+                                                lambda n, task=task: progress.update(task, completed=n))
+                results[sc.key]["wall_s"] = round(time.perf_counter() - t0, 1)
+    finally:
+        stack.stop()
+    for r in results.values():
+        base = results.get(r["compare_to"])
+        if base and base["throughput_msgs_s"]:
+            r["ratio_vs_baseline"] = round(r["throughput_msgs_s"] / base["throughput_msgs_s"], 3)
+
+    doc: dict[str, Any] = {
+        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "quick": quick,
+        "duration_s": round(time.perf_counter() - started, 1),
+        "machine": machine(),
+        "settings": {"publishers": publishers, "consumers_per_subscription": consumers,
+                     "flow_control_window": window, "pull_wait_s": pull_wait, "scale": scale,
+                     "moto_speedup": moto_speedup, "patches": patches,
+                     "probe_requests": settings.probe_requests, "probe_load": settings.probe_load,
+                     "lambda_memory_gb": pricing.LAMBDA_MEMORY_GB},
+        "prices": {"as_of": pricing.PRICES_AS_OF, "region": pricing.REGION, "source": pricing.SOURCE,
+                   "table": pricing.price_table(),
+                   "google": {"message_id_bytes": pricing.GOOGLE_MESSAGE_ID_BYTES,
+                              "timestamp_bytes": pricing.GOOGLE_TIMESTAMP_BYTES,
+                              "min_bytes_per_request": pricing.GOOGLE_MIN_REQUEST_BYTES}},
+        "results": results,
+    }
+    doc["targets"] = report.targets(results)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(doc, indent=2) + "\n")
+    chart.draw(doc, chart_path)
+    report.print_all(console, doc, detail=detail)
+    console.print(f"wrote {out} and {chart_path} in {doc['duration_s']} s")
+
+    failed = [r["key"] for r in results.values() if not r["complete"]]
+    if failed:
+        console.print(f"[red]incomplete: {', '.join(failed)}[/red]")
+        for key in failed:
+            for err in results[key]["errors"][:5]:
+                console.print(f"  {key}: {err}")
+        raise typer.Exit(1)
+    if check and not all(t["met"] for t in doc["targets"]):
+        raise typer.Exit(1)
+
+
+if __name__ == "__main__":
+    cli()

@@ -1,0 +1,173 @@
+"""Push configuration: validation, ``:modifyPushConfig``, and the side effects of a push config change.
+
+Hooks called by the admin use cases (one line each in service/admin.py):
+
+- :func:`validate` on create and update: the endpoint must pass core/endpoints.py (https and a
+  public address when deployed; ``METRO_PUSH_ALLOW_LIST`` lifts the address rule), an
+  ``oidcToken`` needs a service account email and a signing key, and only one wrapper may be set;
+- :func:`sync` after create, update and delete: keeps the push index item (how the push handler
+  and the local push pump find push subscriptions) and, when deployed, the Lambda event source
+  mapping of the subscription's queue in line with the subscription.
+
+It also owns the push token signer (core/oidc.TokenSigner) shared by delivery and the JWKS route,
+the tokens' cache, and the delivery-time endpoint check.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+from chalicelib.config import Config
+from chalicelib.core.endpoints import default_resolver, validate_push_endpoint
+from chalicelib.core.errors import FailedPrecondition, InvalidArgument
+from chalicelib.core.models import PushConfig, Subscription, parse_model
+from chalicelib.core.names import Name
+from chalicelib.core.oidc import DEFAULT_LIFETIME, TokenSigner, generate_signing_key
+from chalicelib.core.records import SubscriptionRecord
+from chalicelib.service.context import Context
+from chalicelib.store.mappings import MappingStore
+from chalicelib.store.throttle import PushStore, queue_arn, queue_key
+
+if TYPE_CHECKING:
+    from chalicelib.service.admin import AdminService
+
+log = logging.getLogger(__name__)
+
+
+# -- token signing ----------------------------------------------------------------------------------
+@functools.cache
+def _process_key() -> str:
+    """Local mode without METRO_PUSH_SIGNING_KEY: one key per process (tokens die with the process)."""
+    log.info("generated a push token signing key for this process (set METRO_PUSH_SIGNING_KEY to keep one)")
+    return generate_signing_key()
+
+
+@functools.lru_cache(maxsize=4)
+def _signer(pem: str, issuer: str) -> TokenSigner:
+    return TokenSigner(pem, issuer.rstrip("/"))
+
+
+def token_signer(config: Config) -> TokenSigner | None:
+    """The signer of push tokens, or None when deployed without a key."""
+    pem = config.push_signing_key
+    if not pem:
+        if config.deployed:
+            return None
+        pem = _process_key()
+    return _signer(pem, config.public_url)
+
+
+_TOKENS: dict[tuple[str, str, str], tuple[float, str]] = {}  # (key id, email, audience) -> (issued, token)
+_ENDPOINTS: dict[str, float] = {}  # endpoint -> when its delivery-time check expires
+_LOCK = threading.Lock()
+
+
+def push_token(config: Config, email: str, audience: str, now: float) -> str | None:
+    """A token for one push (reused until 5 minutes before it expires); None without a signing key."""
+    signer = token_signer(config)
+    if signer is None:
+        log.error("push with oidcToken but no signing key (METRO_PUSH_SIGNING_KEY): nacked")
+        return None
+    key = (signer.key_id, email, audience)
+    with _LOCK:
+        cached = _TOKENS.get(key)
+    if cached is not None and cached[0] <= now < cached[0] + DEFAULT_LIFETIME - 300:
+        return cached[1]
+    token = signer.sign(email, audience, now, lifetime=DEFAULT_LIFETIME)
+    with _LOCK:
+        _TOKENS[key] = (now, token)
+    return token
+
+
+def endpoint_allowed(config: Config, url: str) -> bool:
+    """The endpoint check again at delivery time (DNS answers change), remembered for a minute."""
+    now = time.monotonic()
+    if _ENDPOINTS.get(url, 0.0) > now:
+        return True
+    try:
+        validate_push_endpoint(url, deployed=config.deployed, allow_list=config.push_allow_list,
+                               resolve=default_resolver)
+    except InvalidArgument as err:
+        log.warning("not pushing: %s", err.message)
+        return False
+    with _LOCK:
+        _ENDPOINTS[url] = now + 60.0
+    return True
+
+
+# -- validation --------------------------------------------------------------------------------------
+def validate(ctx: Context, spec: Subscription, previous: Subscription | None = None) -> None:
+    """Raise INVALID_ARGUMENT (or FAILED_PRECONDITION) for a push config Metro cannot deliver to.
+
+    An unchanged push config is not checked again (a patch of other fields must not fail because
+    an endpoint's DNS answer changed; delivery checks the endpoint again anyway).
+    """
+    pc = spec.push_config
+    if pc is None or (previous is not None and previous.push_config == pc):
+        return
+    if pc.no_wrapper is not None and pc.pubsub_wrapper is not None:
+        raise InvalidArgument("Invalid push_config: only one of pubsub_wrapper and no_wrapper may be set.")
+    if not pc.push_endpoint:
+        return
+    config = ctx.config
+    validate_push_endpoint(pc.push_endpoint, deployed=config.deployed, allow_list=config.push_allow_list,
+                           resolve=default_resolver)
+    if pc.oidc_token is not None:
+        email = pc.oidc_token.service_account_email
+        if not email or "@" not in email:
+            raise InvalidArgument("Invalid push_config.oidc_token: service_account_email must be an email address.")
+        if token_signer(config) is None:
+            raise FailedPrecondition("Authenticated push is not configured: METRO_PUSH_SIGNING_KEY is not set.")
+
+
+# -- side effects -------------------------------------------------------------------------------------
+def _is_push(rec: SubscriptionRecord | None) -> bool:
+    return rec is not None and rec.spec.is_push and not rec.spec.detached
+
+
+def sync(ctx: Context, old: SubscriptionRecord | None, new: SubscriptionRecord | None) -> None:
+    """Bring the push index (and, when deployed, the event source mapping) in line with ``new``.
+
+    ``old`` is the record before the change (None on create), ``new`` the record after it (None on
+    delete). Called before the queue is deleted, so a mapping never outlives its queue's owner.
+    """
+    push = PushStore(ctx.config)
+    old_push, new_push = _is_push(old), _is_push(new)
+    same_queue = old is not None and new is not None and old.queue_url == new.queue_url
+    if new is not None and (new_push or old_push):  # a pull subscription that pushed stays findable
+        push.index_put(queue_key(new.queue_url), new.name, new_push)
+    if new is None and old is not None:  # deleted: forget it (it may have pushed at some time)
+        push.forget(queue_key(old.queue_url), old.name)
+    if not ctx.config.deployed:
+        return  # never event source mappings in the emulator: the local push pump plays Lambda
+    mappings = MappingStore(ctx.config)
+    region = ctx.config.region
+    if old is not None and old_push and not (new_push and same_queue):
+        mappings.remove(queue_arn(old.queue_url, region))
+    if new is not None and new_push and not (old_push and same_queue):
+        mappings.ensure(queue_arn(new.queue_url, region))
+
+
+# -- :modifyPushConfig ---------------------------------------------------------------------------------
+def modify_push_config(admin: AdminService, name: Name, body: Any) -> dict[str, Any]:
+    """``POST .../subscriptions/{s}:modifyPushConfig`` with ``{"pushConfig": {...}}``.
+
+    An empty (or absent) pushConfig turns the subscription into a pull subscription; one with a
+    pushEndpoint turns it into (or keeps it) a push subscription with that configuration.
+    """
+    if not isinstance(body, dict):
+        raise InvalidArgument("Invalid JSON payload received: the request must be a JSON object")
+    unknown = set(body) - {"pushConfig", "push_config", "subscription"}
+    if unknown:
+        raise InvalidArgument(f'Invalid JSON payload received. Unknown name "{sorted(unknown)[0]}": Cannot find field.')
+    given = body.get("subscription")
+    if given and given != name.path:
+        raise InvalidArgument(f"The name in the body ({given}) does not match the URL ({name.path}).")
+    raw = body.get("pushConfig", body.get("push_config")) or {}
+    config: PushConfig = parse_model(PushConfig, raw, "push_config")
+    admin.update_subscription(name, {"push_config": config if config.push_endpoint else None})
+    return {}

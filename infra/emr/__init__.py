@@ -1,0 +1,1 @@
+"""Deploying spark_emr/ jobs to Amazon EMR: packaging, step definitions, IAM policy, nightly schedule."""

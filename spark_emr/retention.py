@@ -1,0 +1,156 @@
+"""Retention: delete archive hours and raw objects older than each topic's retention.
+
+    spark-submit --master local[2] spark_emr/retention.py --bucket B --messages-table T \
+        --retention-seconds 604800 [--topic-retention projects/p/topics/t=86400] [--retention-file r.json] [--dry-run]
+
+An hour goes once its end is older than the topic's retention (per-topic override, else per-project
+``projects/p`` override, else the default). Per hour, in a task: read the manifest (messages come
+from it), count the messages of raw objects it does not cover (header range GETs), then delete the
+raw objects, then the manifest (readers stop seeing the hour), then the remaining archive files. An
+interrupted run leaves only objects of an expired hour, which the next run deletes.
+The DynamoDB messages table expires its items on its own (``ttl``), so it is not touched.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections import defaultdict
+from typing import Any
+
+if __package__ in (None, ""):  # run as a script by spark-submit: make the project root importable
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from spark_emr import common  # noqa: E402
+
+common.ensure_importable()
+
+from chalicelib.core import archive as layout  # noqa: E402
+from chalicelib.store import archive as store  # noqa: E402
+from spark_emr import plan as planning  # noqa: E402
+from spark_emr import tasks  # noqa: E402
+from spark_emr.compact import list_selection  # noqa: E402
+
+Unit = tuple[str, int, list[tuple[str, int]], list[tuple[str, int]]]  # topic, hour ms, raw, archive
+
+
+def expire_fn(bucket: str, cfg: common.AwsConfig, dry_run: bool) -> Any:
+    def run(unit: Unit) -> dict[str, Any]:
+        topic, hour_ms, raw, arch = unit
+        s3c = common.s3(cfg)
+        hour = layout.hour_of_ms(hour_ms)
+        manifest = store.read_manifest(s3c, bucket, topic, hour) if arch else None
+        covered = set(manifest.raw_keys) if manifest else set()
+        messages = manifest.rows if manifest else 0
+        uncovered = [k for k, _ in raw if k not in covered]
+        counts = common.threaded_map(lambda k: tasks.header_counts(bucket, cfg, k), uncovered, cfg.threads)
+        messages += sum(n for n, _ in counts)
+        if not dry_run:
+            common.delete_keys(s3c, bucket, [k for k, _ in raw])
+            mkey = layout.manifest_key(topic, hour)
+            arch_keys = [k for k, _ in arch]
+            if mkey in arch_keys:
+                common.delete_keys(s3c, bucket, [mkey])
+            common.delete_keys(s3c, bucket, [k for k in arch_keys if k != mkey])
+        return {
+            "topic": topic,
+            "hour": layout.format_hour(hour),
+            "raw_objects": len(raw),
+            "archive_objects": len(arch),
+            "objects": len(raw) + len(arch),
+            "bytes": sum(s for _, s in raw) + sum(s for _, s in arch),
+            "messages": messages,
+        }
+
+    return run
+
+
+def retention(
+    spark: Any,
+    bucket: str,
+    retention_seconds: int,
+    overrides: dict[str, int] | None = None,
+    project: str = "",
+    topics: list[str] | None = None,
+    threads: int = 16,
+    now: float | None = None,
+    dry_run: bool = False,
+) -> dict[str, Any]:
+    """Delete expired hours; return a report (totals, per topic, per hour)."""
+    cfg = common.AwsConfig.from_env(threads)
+    s3c = common.s3(cfg)
+    t0 = time.monotonic()
+    now_ms = int((now if now is not None else time.time()) * 1000)
+    topics = topics or []
+    raw = list_selection(s3c, bucket, common.raw_prefixes(project, topics), threads)
+    arch = list_selection(s3c, bucket, common.archive_prefixes(project, topics), threads)
+    hours = planning.group_listing(raw, arch)
+    expired = planning.expired_hours(hours, now_ms, retention_seconds, overrides or {})
+    units: list[Unit] = [
+        (h.topic, layout.hour_ms(h.hour), sorted(h.raw.items()), sorted(h.archive.items())) for h in expired
+    ]
+    rows: list[dict[str, Any]] = []
+    if units:
+        sc = spark.sparkContext
+        slices = min(len(units), max(1, sc.defaultParallelism) * 3)
+        rows = sc.parallelize(units, slices).map(expire_fn(bucket, cfg, dry_run)).collect()
+    per_topic: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for r in rows:
+        for k in ("objects", "raw_objects", "archive_objects", "bytes", "messages"):
+            per_topic[r["topic"]][k] += r[k]
+        per_topic[r["topic"]]["hours"] += 1
+    totals = planning.summarize(rows, ("objects", "raw_objects", "archive_objects", "bytes", "messages"))
+    return {
+        "job": "retention",
+        "bucket": bucket,
+        "dry_run": dry_run,
+        "hours": len(rows),
+        **{k: totals.get(k, 0) for k in ("objects", "raw_objects", "archive_objects", "bytes", "messages")},
+        "topics": {t: dict(v) for t, v in sorted(per_topic.items())},
+        "removed": sorted(rows, key=lambda r: (r["topic"], r["hour"])),
+        "seconds": round(time.monotonic() - t0, 3),
+    }
+
+
+def parse_overrides(pairs: list[str], path: str = "") -> dict[str, int]:
+    """``projects/p/topics/t=SECONDS`` (or ``projects/p=SECONDS``) pairs plus an optional JSON file of the same."""
+    out: dict[str, int] = {}
+    if path:
+        with open(path) as fh:
+            out.update({str(k): int(v) for k, v in json.load(fh).items()})
+    for pair in pairs:
+        name, _, seconds = pair.rpartition("=")
+        if not name:
+            raise SystemExit(f"--topic-retention wants NAME=SECONDS, got {pair!r}")
+        out[name] = int(seconds)
+    return out
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    p = common.base_parser("Delete archive hours and raw objects past their topic's retention.")
+    p.add_argument("--retention-seconds", type=int, default=7 * 86400, help="default retention (7 days)")
+    p.add_argument("--topic-retention", action="append", default=[], help="NAME=SECONDS, NAME a topic or projects/p")
+    p.add_argument("--retention-file", default="", help='JSON {"projects/p/topics/t": seconds, ...}')
+    p.add_argument("--dry-run", action="store_true", help="report what would go, delete nothing")
+    args = p.parse_args(argv)
+    spark = common.get_spark("metro-retention", args.master)
+    report = retention(
+        spark,
+        args.bucket,
+        args.retention_seconds,
+        parse_overrides(args.topic_retention, args.retention_file),
+        project=args.project,
+        topics=args.topic,
+        threads=args.threads,
+        dry_run=args.dry_run,
+    )
+    if not args.json:
+        report = {k: v for k, v in report.items() if k != "removed"}
+    print(json.dumps(report, indent=None if args.json else 2))
+    return report
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,176 @@
+"""A recording webhook server for the push tests, and the push HTTP client checked against it.
+
+``Webhook`` is a ThreadingHTTPServer on a free 127.0.0.1 port speaking HTTP/1.1 with keep-alive (a
+deep listen backlog: the default of 5 makes concurrent pushes wait for SYN retransmits). Each test
+takes its own path with :meth:`Webhook.hook` and says how to answer: a status, a ``(seconds, status)``
+pair to answer late, or ``DROP`` to close the connection without an answer.
+
+About 102: http.server can send a bare ``102 Processing`` status line; Python's http.client
+(under urllib3) returns any 1xx other than 100 as the final status, so Metro sees 102 and acks.
+Metro then closes that connection, since a real server may still send its final answer on it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from chalicelib.delivery.push import http_post
+from tests.stack import free_port
+
+DROP = -1
+Answer = Callable[[int, "Request"], "int | tuple[float, int]"]
+
+
+@dataclass
+class Request:
+    at: float
+    path: str
+    headers: dict[str, str]
+    body: bytes
+    peer: int = 0  # the client's port: one per connection
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+    @property
+    def message_id(self) -> str:
+        return str(self.json()["message"]["messageId"])
+
+
+@dataclass
+class Hook:
+    url: str
+    answer: Answer
+    requests: list[Request] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def wait_for(self, count: int, timeout: float) -> list[Request]:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end and len(self.requests) < count:
+            time.sleep(0.02)
+        return list(self.requests)
+
+    def ids(self) -> list[str]:
+        return [r.message_id for r in list(self.requests)]
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def do_POST(self) -> None:  # noqa: N802
+        body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        hook = self.server.hooks.get(self.path)
+        if hook is None:
+            self._reply(404)
+            return
+        request = Request(time.time(), self.path, {k.lower(): v for k, v in self.headers.items()}, body,
+                          self.client_address[1])
+        with hook.lock:
+            index = len(hook.requests)
+            hook.requests.append(request)
+        answer = hook.answer(index, request)
+        delay, status = answer if isinstance(answer, tuple) else (0.0, answer)
+        if delay:
+            time.sleep(delay)
+        if status == DROP:
+            self.close_connection = True
+            return
+        if status < 200:
+            self.send_response_only(status)
+            self.end_headers()
+            self.close_connection = True
+            return
+        self._reply(status)
+
+    def _reply(self, status: int) -> None:
+        self.send_response(status)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 128
+    daemon_threads = True
+
+    def __init__(self, port: int) -> None:
+        super().__init__(("127.0.0.1", port), _Handler)
+        self.hooks: dict[str, Hook] = {}
+
+
+class Webhook:
+    def __init__(self, port: int = 0) -> None:
+        self.server = _Server(port)
+        self.port = self.server.server_address[1]
+        self._paths = itertools.count()
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+
+    def hook(self, answer: Answer | int = 204, name: str = "") -> Hook:
+        path = f"/{name or 'hook'}-{next(self._paths)}"
+        fn: Answer = answer if callable(answer) else (lambda i, r, s=answer: s)  # type: ignore[misc]
+        hook = Hook(f"http://127.0.0.1:{self.port}{path}", fn)
+        self.server.hooks[path] = hook
+        return hook
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture(scope="module")
+def webhook() -> Iterator[Webhook]:
+    hook = Webhook()
+    yield hook
+    hook.close()
+
+
+# -- the push HTTP client against this server -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("status", [102, 200, 201, 202, 204, 203, 302, 400, 500, 503])
+def test_http_post_returns_the_status(webhook: Webhook, status: int) -> None:
+    hook = webhook.hook(status)
+    assert http_post(hook.url, b"{}", {"Content-Type": "application/json"}, 5.0) == status
+    assert http_post(hook.url, b"{}", {}, 5.0) == status  # the connection after a 102 is not reused
+    assert hook.requests[0].headers["content-type"] == "application/json"
+
+
+def test_http_post_times_out_and_survives_dropped_connections(webhook: Webhook) -> None:
+    slow = webhook.hook(lambda i, r: (1.0, 200) if i == 0 else 204)
+    start = time.monotonic()
+    assert http_post(slow.url, b"x", {}, 0.3) is None
+    assert time.monotonic() - start < 0.9
+    assert http_post(slow.url, b"x", {}, 2.0) == 204
+    dropped = webhook.hook(lambda i, r: DROP if i == 0 else 200)
+    assert http_post(dropped.url, b"x", {}, 2.0) is None
+    assert http_post(dropped.url, b"x", {}, 2.0) == 200
+
+
+def test_http_post_to_a_closed_port_fails_fast() -> None:
+    port = free_port()
+    start = time.monotonic()
+    assert http_post(f"http://127.0.0.1:{port}/x", b"x", {}, 5.0) is None
+    assert time.monotonic() - start < 1.0
+
+
+def test_http_post_reuses_connections(webhook: Webhook) -> None:
+    hook = webhook.hook(204)
+    for _ in range(5):
+        assert http_post(hook.url, b"x", {}, 2.0) == 204
+    assert len({r.peer for r in hook.requests}) == 1  # one keep-alive connection
+    after_102 = webhook.hook(102)
+    for _ in range(3):
+        assert http_post(after_102.url, b"x", {}, 2.0) == 102
+    assert len({r.peer for r in after_102.requests}) == 3  # closed after each interim answer
