@@ -15,7 +15,6 @@ app = Chalice(app_name="metro")
 app.api.binary_types = []  # bodies are JSON; keep them as text
 
 
-
 def _request() -> Request:
     request = app.current_request
     assert request is not None
@@ -32,7 +31,7 @@ def index() -> Response:
     return routes.root()
 
 
-@app.route("/v1/projects/{project}/topics", methods=["GET"])
+@app.route("/v1/projects/{project}/topics", methods=_ALL, content_types=CONTENT_TYPES)
 def list_topics(project: str) -> Response:
     return routes.list_resources(_request(), project, "topics")
 
@@ -42,12 +41,12 @@ def topic(project: str, topic: str) -> Response:
     return routes.topic(_request(), project, topic)
 
 
-@app.route(_TOPIC + "/subscriptions", methods=["GET"])
+@app.route(_TOPIC + "/subscriptions", methods=_ALL, content_types=CONTENT_TYPES)
 def topic_subscriptions(project: str, topic: str) -> Response:
     return routes.topic_subscriptions(_request(), project, topic)
 
 
-@app.route("/v1/projects/{project}/subscriptions", methods=["GET"])
+@app.route("/v1/projects/{project}/subscriptions", methods=_ALL, content_types=CONTENT_TYPES)
 def list_subscriptions(project: str) -> Response:
     return routes.list_resources(_request(), project, "subscriptions")
 

@@ -77,6 +77,8 @@ def subscription(request: Request, project: str, segment: str) -> Response:
 
 def list_resources(request: Request, project: str, collection: str) -> Response:
     def run() -> Response:
+        if request.method != "GET":  # collections are only listed; Google answers 404 for other verbs
+            return not_found(request.method, request.context.get("path", ""))
         params = _params(request)
         admin = services().admin
         listing = admin.list_topics if collection == "topics" else admin.list_subscriptions

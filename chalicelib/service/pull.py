@@ -2,7 +2,7 @@
 
 pull    : ReceiveMessage (long poll for the first batch, then short polls while batches come
           back full) -> one lease item per response (conditional put) -> bodies (inline, or
-          one S3 range GET per raw object).
+          one S3 range GET per raw object, or the Parquet archive once compaction deleted it).
 ack     : one conditional lease update per lease -> DeleteMessageBatch.
 modack  : one conditional lease update per lease -> ChangeMessageVisibilityBatch (0 = nack).
 """
@@ -16,6 +16,7 @@ from typing import Any
 from chalicelib.core import envelope, limits
 from chalicelib.core.ackids import AckId
 from chalicelib.core.errors import FailedPrecondition, InvalidArgument
+from chalicelib.core.fields import bool_field, int_field
 from chalicelib.core.messages import received_message
 from chalicelib.core.names import Name
 from chalicelib.core.records import SubscriptionRecord
@@ -26,16 +27,6 @@ from chalicelib.store.leases import ExactLeases
 from chalicelib.store.queues import Received
 
 ACTIVITY_MARK_SECONDS = 3600.0
-
-
-def _int_field(body: dict[str, Any], camel: str, snake: str, default: int = 0) -> int:
-    raw = body.get(camel, body.get(snake, default))
-    try:
-        if isinstance(raw, bool) or raw is None:
-            raise ValueError
-        return int(raw)
-    except (TypeError, ValueError):
-        raise InvalidArgument(f"Invalid value at '{snake}': {raw!r} is not an integer") from None
 
 
 def _ack_ids(body: Any) -> list[str]:
@@ -67,10 +58,10 @@ class PullService:
     def pull(self, name: Name, body: Any) -> dict[str, Any]:
         if not isinstance(body, dict):
             raise InvalidArgument("Invalid JSON payload received: the request must be a JSON object")
-        max_messages = _int_field(body, "maxMessages", "max_messages")
+        max_messages = int_field(body, "maxMessages", "max_messages")
         if not 0 < max_messages <= limits.MAX_PULL_MESSAGES:
             raise InvalidArgument(f"max_messages must be between 1 and {limits.MAX_PULL_MESSAGES}.")
-        immediate = bool(body.get("returnImmediately", body.get("return_immediately", False)))
+        immediate = bool_field(body, "returnImmediately", "return_immediately")
         rec = self._subscription(name)
         deadline_s = rec.spec.ack_deadline
         received = self._receive(rec, max_messages, 0 if immediate else int(self.ctx.config.pull_wait_seconds),
@@ -162,6 +153,7 @@ class PullService:
                 lo, hi = spans.get(e.s3_key, (e.offset, e.offset + e.length))
                 spans[e.s3_key] = (min(lo, e.offset), max(hi, e.offset + e.length))
         blobs = {key: (lo, self.ctx.log.read_range(key, lo, hi)) for key, (lo, hi) in spans.items()}
+        archived = self._archived(envs, {key for key, (_, blob) in blobs.items() if blob is None})
         out = []
         for e in envs:
             if e.data is not None:
@@ -169,9 +161,23 @@ class PullService:
                 continue
             lo, blob = blobs[e.s3_key]
             if blob is None:
-                raise FailedPrecondition(f"The body of message {e.message_id} is no longer stored.")
+                if e.message_id not in archived:
+                    raise FailedPrecondition(f"The body of message {e.message_id} is no longer stored.")
+                out.append(archived[e.message_id])
+                continue
             out.append(blob[e.offset - lo : e.offset - lo + e.length])
         return out
+
+    def _archived(self, envs: list[envelope.Envelope], gone: set[str]) -> dict[str, bytes]:
+        """Bodies whose raw object compaction has deleted: read from the Parquet archive."""
+        wanted: dict[str, list[str]] = defaultdict(list)
+        for e in envs:
+            if not e.inline and e.s3_key in gone:
+                wanted[e.s3_key].append(e.message_id)
+        found: dict[str, bytes] = {}
+        for key, ids in wanted.items():
+            found.update(self.ctx.log.read_archived(key, ids))
+        return found
 
     @staticmethod
     def _publish_time(stored: str) -> str:
@@ -227,7 +233,7 @@ class PullService:
         return {}
 
     def modify_ack_deadline(self, name: Name, body: Any) -> dict[str, Any]:
-        seconds = _int_field(body if isinstance(body, dict) else {}, "ackDeadlineSeconds", "ack_deadline_seconds")
+        seconds = int_field(body if isinstance(body, dict) else {}, "ackDeadlineSeconds", "ack_deadline_seconds")
         if not 0 <= seconds <= limits.MODIFY_DEADLINE_MAX:
             raise InvalidArgument(f"ack_deadline_seconds must be between 0 and {limits.MODIFY_DEADLINE_MAX}.")
         rec, acks = self._open(name, body)

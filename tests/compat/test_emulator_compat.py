@@ -352,8 +352,6 @@ def test_same_answer(pair: Pair, base: dict[str, str], other: str, empty: str, c
     pair.same(method, path.split("?")[0], body, raw, params=_query(path))
 
 
-@pytest.mark.xfail(strict=True, reason="chalicelib/service/pull.py: _int_field truncates 10.7 to 10 and pull takes "
-                   "bool() of returnImmediately; Google's JSON parser refuses both with INVALID_ARGUMENT")
 @pytest.mark.parametrize("body", [{"maxMessages": 10.7, "returnImmediately": True},
                                   {"maxMessages": 1, "returnImmediately": "x"}], ids=["fractional", "not a bool"])
 def test_pull_refuses_wrongly_typed_fields(pair: Pair, empty: str, body: dict[str, Any]) -> None:

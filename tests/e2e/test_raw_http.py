@@ -306,8 +306,6 @@ def test_bad_names_in_urls(api: Api) -> None:
             assert (code, status) in ((400, "INVALID_ARGUMENT"), (404, "NOT_FOUND")), (method, path)
 
 
-@pytest.mark.xfail(strict=True, reason="chalicelib/local/server.py renders Chalice's MethodNotAllowedError as "
-                   '405 {"Code": ..., "Message": ...} instead of a Google error (Google and its emulator say 404)')
 @pytest.mark.parametrize("method", ["PUT", "POST", "DELETE", "PATCH"])
 def test_unsupported_method_on_a_collection(api: Api, method: str) -> None:
     assert api.error(method, f"/v1/projects/{PROJECT}/topics")[:2] == (404, "NOT_FOUND")
@@ -364,8 +362,12 @@ def test_no_input_causes_a_server_error(api: Api, names: dict[str, str], unique:
     # The server is still serving, and a full round trip works.
     assert api.call("GET", "/").text == "Ok"
     api.call("POST", names["topic_url"] + ":publish", {"messages": [{"data": b64(b"still alive")}]})
-    got = pull_until(api, names["sub_url"], 1)
-    assert base64.b64decode(got[0]["message"]["data"]) == b"still alive"
+    seen: list[bytes] = []  # behind any message an accepted fuzz publish left in the subscription
+    end = time.monotonic() + 15
+    while b"still alive" not in seen and time.monotonic() < end:
+        got = api.call("POST", names["sub_url"] + ":pull", {"maxMessages": 100}).json().get("receivedMessages", [])
+        seen += [base64.b64decode(m["message"].get("data", "")) for m in got]
+    assert b"still alive" in seen
 
 
 def test_concurrent_bad_and_good_requests(api: Api, names: dict[str, str]) -> None:
