@@ -7,13 +7,20 @@ Retry policy (per message, Google ``retryPolicy``)::
 Push backoff (per subscription, :class:`PushThrottle`). Acks and nacks are counted with
 exponential decay (half-life ``H`` = 10 s): before each outcome both weights are multiplied
 by ``2 ** (-dt / H)``, then the outcome adds 1 to its weight. With ``a`` and ``n`` the ack
-and nack weights and ``s`` the number of consecutive nacks at the last outcome::
+and nack weights and ``c`` the ceiling (below)::
 
     f      = n / (a + n)                                  share of recent nacks
     pause  = 0                                            if n < 0.05 or f < 0.01
-           = clamp(0.1 * 3125 ** f, 0.1, 60)              otherwise (3125 = 5 ** 5),
-             and at most 0.3 * 2 ** s while s >= 1         (ramp: one stray nack is not a 60 s stall)
+           = clamp(min(0.1 * 3125 ** f, c), 0.1, 60)      otherwise (3125 = 5 ** 5)
     delay(now) = max(0, last_outcome + pause - now)       the wait before the next push
+
+The ceiling ``c`` is a ramp that the outcomes move, with ``p`` the pause before the outcome::
+
+    nack: c = min(60, 2 * max(0.3, p))     a nack at most doubles the pause (0.6 s, 1.2 s, ... when fresh)
+    ack:  c = p                            an ack never lengthens the pause
+
+So one stray nack is not a 60 s stall, and neither is the first ack after a few nacks on a
+subscription without ack history (where ``f`` alone would jump from ~0.75 to a ~40 s pause).
 
 Calibration (Google's documented behaviour): at 5 msg/s with 1 nack/s, ``f`` = 0.2 and the
 pause is 0.1 * 5 = 0.5 s, i.e. one push every ~500 ms. Nacking everything gives ``f`` = 1
@@ -62,6 +69,7 @@ class ThrottleState:
     updated: float = 0.0
     streak: int = 0
     window: float = float(INITIAL_WINDOW)
+    ceiling: float = 0.0  # the most the pause may be (see the module docstring)
 
     def to_dict(self) -> dict[str, Any]:
         """A dict of numbers; a DynamoDB store converts the floats to ``Decimal``."""
@@ -77,6 +85,8 @@ class ThrottleState:
             updated=float(data.get("updated", default.updated)),
             streak=int(data.get("streak", default.streak)),
             window=float(data.get("window", default.window)),
+            # a state stored before the ceiling existed keeps the formula's own pause
+            ceiling=float(data.get("ceiling", MAX_PAUSE if "nacks" in data else default.ceiling)),
         )
 
 
@@ -97,6 +107,7 @@ class PushThrottle:
     def record(self, success: bool, now: float) -> None:
         """Record the outcome of one push (``success`` = acked, i.e. a 2xx answer)."""
         state = self.state
+        previous = self.pause()
         elapsed = now - state.updated
         if elapsed > 0:
             factor = math.pow(2.0, -elapsed / self.half_life)
@@ -107,10 +118,12 @@ class PushThrottle:
             state.acks += 1.0
             state.streak = 0
             state.window = min(float(self.cap), state.window + 1.0)
+            state.ceiling = previous
         else:
             state.nacks += 1.0
             state.streak += 1
             state.window = max(1.0, state.window / 2.0)
+            state.ceiling = min(MAX_PAUSE, 2.0 * max(RAMP, previous))
 
     def nack_share(self) -> float:
         """Share of nacks among the recent outcomes (0 without any)."""
@@ -122,9 +135,7 @@ class PushThrottle:
         share = self.nack_share()
         if self.state.nacks < NACK_FLOOR or share < TOLERATED_SHARE:
             return 0.0
-        pause = MIN_PAUSE * math.pow(BASE, share)
-        if self.state.streak >= 1:
-            pause = min(pause, RAMP * math.pow(2.0, min(self.state.streak, 16)))
+        pause = min(MIN_PAUSE * math.pow(BASE, share), self.state.ceiling)
         return max(MIN_PAUSE, min(MAX_PAUSE, pause))
 
     def backing_off(self) -> bool:

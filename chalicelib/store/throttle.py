@@ -1,7 +1,7 @@
 """Push bookkeeping in the resources table: per-subscription throttle state and the push index.
 
 Items (hash key ``pk``, range key ``sk``):
-- throttle:   pk=``push#{subscription name}``  sk=``throttle``      acks, nacks, updated, streak, window (numbers)
+- throttle:   pk=``push#{subscription name}``  sk=``throttle``      acks, nacks, updated, streak, window, ceiling
 - push index: pk=``push#index``                 sk=``{queue key}``   sub (the subscription name), push (bool)
 
 The *queue key* is the subscription queue's name without its generation suffix (and without
@@ -23,7 +23,7 @@ from chalicelib.store import aws
 from chalicelib.store.errors import aws_errors
 
 INDEX_PK = "push#index"
-_FIELDS = ("acks", "nacks", "updated", "streak", "window")
+_FIELDS = ("acks", "nacks", "updated", "streak", "window", "ceiling")
 
 
 def queue_name_of(url_or_arn: str) -> str:

@@ -6,8 +6,10 @@ from collections.abc import Callable
 from decimal import Decimal
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from chalicelib.core.backoff import MAX_PAUSE, MIN_PAUSE, PushThrottle, ThrottleState, retry_delay
+from chalicelib.core.backoff import MAX_PAUSE, MIN_PAUSE, RAMP, PushThrottle, ThrottleState, retry_delay
 
 T0 = 1_700_000_000.0
 ARRIVAL = 0.2  # the subscriber could take 5 messages/s
@@ -87,6 +89,39 @@ def test_a_single_nack_on_a_fresh_subscription_is_not_a_long_stall() -> None:
     assert throttle.max_outstanding(T0) == 1
 
 
+def test_the_first_ack_after_a_few_nacks_on_a_fresh_subscription_is_not_a_long_stall() -> None:
+    for nacks in (1, 2, 3, 4):
+        throttle = PushThrottle()
+        for i in range(nacks):
+            throttle.record(False, T0 + i * 0.2)
+        before = throttle.pause()
+        assert before <= RAMP * 2**nacks
+        throttle.record(True, T0 + nacks * 0.2)  # no ack history: the share of nacks is still high
+        assert throttle.nack_share() >= 0.45
+        assert throttle.delay(T0 + nacks * 0.2) <= before, nacks  # the ack does not lengthen the pause
+        end, intervals = simulate(throttle, T0 + nacks * 0.2, 30.0, always(True))
+        assert max(intervals) <= before and intervals == sorted(intervals, reverse=True)
+        assert throttle.delay(end) == 0.0
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.floats(0.0, 20.0)), min_size=1, max_size=60))
+def test_an_ack_never_lengthens_the_pause_and_a_nack_at_most_doubles_it(
+    outcomes: list[tuple[bool, float]],
+) -> None:
+    throttle, now = PushThrottle(), T0
+    for acked, gap in outcomes:
+        now += gap
+        before = throttle.pause()
+        throttle.record(acked, now)
+        after = throttle.pause()
+        assert after == 0.0 or MIN_PAUSE <= after <= MAX_PAUSE
+        if acked:
+            assert after <= max(before, MIN_PAUSE)
+        else:
+            assert after <= max(2 * max(RAMP, before), MIN_PAUSE)
+
+
 def test_recovery_after_nacking_everything() -> None:
     throttle = PushThrottle(cap=10)
     now, _ = simulate(throttle, T0, 600.0, always(False))
@@ -136,12 +171,14 @@ def test_state_round_trips_through_a_dict() -> None:
     throttle = PushThrottle()
     simulate(throttle, T0, 20.0, every_fifth_nacked)
     data = throttle.state.to_dict()
-    assert set(data) == {"acks", "nacks", "updated", "streak", "window"}
+    assert set(data) == {"acks", "nacks", "updated", "streak", "window", "ceiling"}
     assert ThrottleState.from_dict(data) == throttle.state
     as_dynamodb = {k: Decimal(str(v)) for k, v in data.items()}
     restored = PushThrottle(ThrottleState.from_dict(as_dynamodb))
     assert restored.delay(T0 + 20.0) == pytest.approx(throttle.delay(T0 + 20.0))
     assert ThrottleState.from_dict({}) == ThrottleState()
+    legacy = {k: v for k, v in data.items() if k != "ceiling"}  # stored before the ceiling existed
+    assert ThrottleState.from_dict(legacy).ceiling == MAX_PAUSE
 
 
 def test_invalid_configuration() -> None:
