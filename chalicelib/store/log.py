@@ -8,7 +8,8 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from chalicelib.config import Config
-from chalicelib.store import aws
+from chalicelib.core import archive as layout
+from chalicelib.store import archive, aws
 from chalicelib.store.errors import aws_errors
 
 _MISSING = ("NoSuchKey", "404")
@@ -85,3 +86,17 @@ class MessageLog:
                 return bytes(resp["Body"].read())
         except ClientError:
             return None
+
+    def read_archived(self, key: str, message_ids: list[str]) -> dict[str, bytes]:
+        """Bodies of messages of the raw object ``key`` after compaction deleted it: read from the
+        Parquet archive (the hour's manifest, then only the files whose id range can hold an id).
+        Ids the archive does not hold (past retention) are absent from the result."""
+        if not message_ids:
+            return {}
+        try:
+            topic = layout.parse_raw_key(key).topic
+        except ValueError:
+            return {}
+        with aws_errors("S3 GetObject (archive)"):
+            found = archive.read_archived_bodies(self._s3, self._bucket, topic, message_ids)
+        return {mid: body[0] for mid, body in found.items()}
