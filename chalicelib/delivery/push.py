@@ -268,11 +268,20 @@ class PushDelivery:
                 lo, hi = spans.get(i.env.s3_key, (i.env.offset, i.env.offset + i.env.length))
                 spans[i.env.s3_key] = (min(lo, i.env.offset), max(hi, i.env.offset + i.env.length))
         blobs = {key: (lo, self.ctx.log.read_range(key, lo, hi)) for key, (lo, hi) in spans.items()}
+        gone: dict[str, list[str]] = {}  # raw objects compaction deleted: read from the archive
         for i in items:
             if i.env is not None and not i.env.inline:
                 lo, blob = blobs[i.env.s3_key]
                 if blob is not None:
                     i.data = blob[i.env.offset - lo : i.env.offset - lo + i.env.length]
+                else:
+                    gone.setdefault(i.env.s3_key, []).append(i.env.message_id)
+        archived: dict[str, bytes] = {}
+        for key, ids in gone.items():
+            archived.update(self.ctx.log.read_archived(key, ids))
+        for i in items:
+            if i.data is None and i.env is not None and i.env.message_id in archived:
+                i.data = archived[i.env.message_id]
 
     def _timeout(self, rec: SubscriptionRecord, context: Any) -> float:
         """Every push of the batch ends by this many seconds after the batch started."""
