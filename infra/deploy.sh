@@ -13,3 +13,9 @@ UUID=$(aws lambda list-event-source-mappings --function-name "metro-$STAGE-fanou
   --query "EventSourceMappings[0].UUID" --output text)
 aws lambda update-event-source-mapping --uuid "$UUID" --function-response-types ReportBatchItemFailures \
   --bisect-batch-on-function-error --maximum-retry-attempts 10000
+# Push subscriptions' queue mappings are made by Metro (chalicelib/store/mappings.py) with partial batch failure
+# reports; repair any mapping of the push function without them (made by hand or by an older version).
+for UUID in $(aws lambda list-event-source-mappings --function-name "metro-$STAGE-push" --output text \
+  --query "EventSourceMappings[?!contains(FunctionResponseTypes || \`[]\`, 'ReportBatchItemFailures')].UUID"); do
+  aws lambda update-event-source-mapping --uuid "$UUID" --function-response-types ReportBatchItemFailures
+done

@@ -1,0 +1,54 @@
+"""The deployment settings the push path depends on (.chalice/config.json, .chalice/policy.json, infra/)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CONFIG = json.loads((ROOT / ".chalice" / "config.json").read_text())
+POLICY = json.loads((ROOT / ".chalice" / "policy.json").read_text())
+DEPLOYED = [stage for stage, s in CONFIG["stages"].items() if s.get("environment_variables", {}).get(
+    "METRO_MODE", CONFIG["environment_variables"].get("METRO_MODE")) == "aws"]
+
+
+def function_setting(stage: str, function: str, key: str) -> Any:
+    """A Lambda setting as Chalice resolves it: function in stage, then stage, then the top level."""
+    s = CONFIG["stages"][stage]
+    return s.get("lambda_functions", {}).get(function, {}).get(key, s.get(key, CONFIG.get(key)))
+
+
+def allowed(action: str) -> bool:
+    return any(action in st["Action"] for st in POLICY["Statement"] if st["Effect"] == "Allow")
+
+
+def test_there_are_deployed_stages() -> None:
+    assert set(DEPLOYED) >= {"dev", "prod"}
+
+
+@pytest.mark.parametrize("stage", DEPLOYED)
+def test_push_function_fits_an_sqs_mapping(stage: str) -> None:
+    # Lambda refuses an SQS mapping whose queue visibility (the ack deadline, >= 10 s) is below the function timeout
+    assert function_setting(stage, "push", "lambda_timeout") <= 10
+    env = {**CONFIG["environment_variables"], **CONFIG["stages"][stage].get("environment_variables", {})}
+    assert env["METRO_PUSH_FUNCTION"] == f"{CONFIG['app_name']}-{stage}-push"  # Chalice's function name
+
+
+def test_policy_lets_metro_manage_push_mappings_and_deliver() -> None:
+    for action in ("lambda:CreateEventSourceMapping", "lambda:ListEventSourceMappings",
+                   "lambda:UpdateEventSourceMapping", "lambda:DeleteEventSourceMapping",
+                   # the push function's role is what the mapping polls the queue with
+                   "sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes",
+                   # throttle state, push index (and its removal in one BatchWriteItem)
+                   "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:BatchWriteItem", "s3:GetObject"):
+        assert allowed(action), action
+
+
+def test_deploy_repairs_push_mappings_without_partial_batch_failure_reports() -> None:
+    # Metro creates the mappings with the flag (tests/functional/test_push_config.py checks them on moto)
+    script = (ROOT / "infra" / "deploy.sh").read_text()
+    assert '--function-name "metro-$STAGE-push"' in script
+    assert "--function-response-types ReportBatchItemFailures" in script.split("metro-$STAGE-push", 1)[1]
