@@ -26,6 +26,9 @@ class Config:
     pull_wait_seconds: float = field(default_factory=lambda: float(_env("METRO_PULL_WAIT_SECONDS", "10")))
     deployed: bool = field(default_factory=lambda: _env("METRO_MODE", "local") == "aws")
     log_level: str = field(default_factory=lambda: _env("METRO_LOG_LEVEL", "INFO"))
+    # How long a message waits before Metro retries forwarding it when its dead-letter topic is missing.
+    dead_letter_retry_seconds: int = field(default_factory=lambda: int(_env("METRO_DEAD_LETTER_RETRY_SECONDS",
+                                                                           "300")))
     # --- push delivery (issue 4) ---
     # Hostnames and CIDRs that push endpoints may use although they are not public (comma separated).
     push_allow_list: tuple[str, ...] = field(default_factory=lambda: tuple(

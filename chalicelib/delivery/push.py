@@ -35,7 +35,7 @@ from chalicelib.core.backoff import NACK_FLOOR, PushThrottle, ThrottleState
 from chalicelib.core.records import SubscriptionRecord
 from chalicelib.core.timefmt import format_timestamp, parse_timestamp
 from chalicelib.service.context import Context
-from chalicelib.service.deadletter import PARKED_SECONDS, forward, max_attempts, nack_delay
+from chalicelib.service.deadletter import Attempts, forward, max_attempts, nack_delay, parked_seconds
 from chalicelib.service.push_config import endpoint_allowed, push_token
 from chalicelib.store.throttle import PushStore, queue_key, queue_name_of
 
@@ -93,6 +93,7 @@ class Item:
     group: str
     env: envelope.Envelope | None
     data: bytes | None = None
+    skips: int = 0  # earlier receives that were not deliveries (attempt = receive count - skips)
 
 
 def _header_value(value: str) -> str:
@@ -162,6 +163,7 @@ class Batch:
     timeout: float
     results: dict[str, Outcome] = field(default_factory=dict)
     counted: int = 0
+    pushed: set[str] = field(default_factory=set)  # records POSTed in this batch (delivery attempts)
 
 
 def _seconds(value: float) -> int:
@@ -173,6 +175,7 @@ class PushDelivery:
                  workers: int = 32) -> None:
         self.ctx = ctx
         self.push = PushStore(ctx.config)
+        self.attempts = Attempts(ctx)
         self._post = post
         self._sleep = sleep
         self._pool = cf.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="metro-push")
@@ -229,7 +232,9 @@ class PushDelivery:
         if rec is None or queue_name_of(rec.queue_url) != queue_name_of(arn):
             log.info("queue %s belongs to no subscription now; %d message(s) left", arn, len(items))
             return {i.sqs_id: Outcome(False) for i in items}  # visible again after their visibility timeout
+        self._count_attempts(rec, items)
         if not rec.spec.is_push or rec.spec.detached:  # switched to pull: hand them to pullers at once
+            self.attempts.skipped(rec, {i.env.message_id: i.skips for i in items if i.env is not None})
             self.ctx.queues.change_visibility_batch(rec.queue_url, [(i.receipt, 0) for i in items])
             return {i.sqs_id: Outcome(False) for i in items}
         self._resolve_bodies(items)
@@ -239,6 +244,8 @@ class PushDelivery:
         # Waiting eats into the pushes' time (all end by started + timeout): keep MIN_PUSH_TIME for them.
         batch = Batch(rec, throttle, items, now, now + min(INLINE_WAIT, max(0.0, timeout - MIN_PUSH_TIME)), timeout)
         self._run(batch)
+        self.attempts.skipped(rec, {i.env.message_id: i.skips for i in items if i.env is not None
+                                    and i.sqs_id not in batch.pushed and not batch.results.get(i.sqs_id, _ACK).acked})
         self._settle(batch)
         try:  # the outcomes are settled: bookkeeping failures must not turn them into failures
             if batch.counted and _worth_saving(before, throttle.state):
@@ -259,6 +266,14 @@ class PushDelivery:
         return Item(str(record["messageId"]), str(record["receiptHandle"]),
                     int(attrs.get("ApproximateReceiveCount", "1")), group or str(record["messageId"]), env,
                     env.data if env is not None else None)
+
+    def _count_attempts(self, rec: SubscriptionRecord, items: list[Item]) -> None:
+        """deliveryAttempt = receive count - receives that were not deliveries (one read, redeliveries only)."""
+        skips = self.attempts.skips(rec, [(i.env.message_id, i.attempt) for i in items if i.env is not None])
+        for i in items:
+            if i.env is not None and i.env.message_id in skips:
+                i.skips = skips[i.env.message_id]
+                i.attempt = max(1, i.attempt - i.skips)
 
     def _resolve_bodies(self, items: list[Item]) -> None:
         """Bodies stored in S3: one range GET per raw object covering the batch's messages."""
@@ -312,7 +327,7 @@ class PushDelivery:
             elif limit and i.attempt > limit:  # past maxDeliveryAttempts: to the dead-letter topic
                 env = i.env
                 ok = forward(self.ctx, rec, i.data, env.attributes, env.ordering_key, i.attempt - 1, env.publish_time)
-                batch.results[i.sqs_id] = Outcome(True) if ok else Outcome(False, PARKED_SECONDS)
+                batch.results[i.sqs_id] = Outcome(True) if ok else Outcome(False, parked_seconds(self.ctx))
             else:
                 lanes.setdefault(i.group, deque()).append(i)
         flying: dict[cf.Future[int | None], tuple[str, Item]] = {}
@@ -326,6 +341,7 @@ class PushDelivery:
                 if wait <= 0:
                     item = lanes[ready[0]].popleft()
                     flying[self._pool.submit(self._push_one, batch, item)] = (ready[0], item)
+                    batch.pushed.add(item.sqs_id)
                     continue
                 if not flying:
                     if time.monotonic() + wait > batch.deadline:
@@ -389,6 +405,9 @@ class PushDelivery:
             log.warning("some acked messages of %s were not deleted (they may come again)", batch.rec.name)
         if later:
             self.ctx.queues.change_visibility_batch(batch.rec.queue_url, later)
+
+
+_ACK = Outcome(True)  # stands for a record without an outcome: nothing to count
 
 
 class PushNotAcked(Exception):

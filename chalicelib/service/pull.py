@@ -22,7 +22,7 @@ from chalicelib.core.names import Name
 from chalicelib.core.records import SubscriptionRecord
 from chalicelib.core.timefmt import format_timestamp, parse_timestamp
 from chalicelib.service.context import Context
-from chalicelib.service.deadletter import PARKED_SECONDS, forward, max_attempts, nack_delay
+from chalicelib.service.deadletter import Attempts, expiry_visibility, forward, max_attempts, nack_delay, parked_seconds
 from chalicelib.store.leases import ExactLeases
 from chalicelib.store.queues import Received
 
@@ -42,6 +42,7 @@ class PullService:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
         self.exact = ExactLeases(ctx.config)
+        self.attempts = Attempts(ctx)
         self._marked: dict[str, float] = {}
 
     def _subscription(self, name: Name) -> SubscriptionRecord:
@@ -64,55 +65,66 @@ class PullService:
         immediate = bool_field(body, "returnImmediately", "return_immediately")
         rec = self._subscription(name)
         deadline_s = rec.spec.ack_deadline
+        # Visibility = ack deadline + the retry policy's backoff, so an expiry is followed by that backoff.
         received = self._receive(rec, max_messages, 0 if immediate else int(self.ctx.config.pull_wait_seconds),
-                                 deadline_s)
+                                 expiry_visibility(rec, deadline_s, 1))
         envs = [envelope.decode(r.body) for r in received]
-        received, envs = self._dead_letter(rec, received, envs)
+        skips = self.attempts.skips(rec, [(e.message_id, r.receive_count) for r, e in zip(received, envs)])
+        received, envs = self._dead_letter(rec, received, envs, skips)
         now = self.ctx.clock()
         lease_id = self.ctx.ids.token()
         if rec.spec.enable_exactly_once_delivery:
-            received, envs = self._claim(rec, lease_id, received, envs, now)
+            received, envs = self._claim(rec, lease_id, received, envs, now, skips)
         if not received:
             return {}
+        attempts = [r.receive_count - skips.get(e.message_id, 0) for r, e in zip(received, envs)]
+        later = [(r.receipt, expiry_visibility(rec, deadline_s, a)) for r, a in zip(received, attempts)
+                 if a > 1 and nack_delay(rec, a) != nack_delay(rec, 1)]
+        if later:  # redeliveries: a longer backoff after their expiry
+            self.ctx.queues.change_visibility_batch(rec.queue_url, later)
         self.ctx.leases.open(name.path, lease_id, len(received), now + deadline_s,
                              int(now + deadline_s + limits.RETENTION_DEFAULT))
         bodies = self._bodies(envs)
         codec = self.ctx.ack_ids
         report_attempts = max_attempts(rec) > 0
         out = []
-        for r, env, data in zip(received, envs, bodies):
-            ack = codec.encode(AckId(name.path, lease_id, env.message_id, r.receipt, rec.queue_gen, r.receive_count))
+        for r, env, data, attempt in zip(received, envs, bodies, attempts):
+            ack = codec.encode(AckId(name.path, lease_id, env.message_id, r.receipt, rec.queue_gen, attempt))
             out.append(received_message(ack, env.message_id, self._publish_time(env.publish_time), data,
-                                        env.attributes, env.ordering_key,
-                                        r.receive_count if report_attempts else None))
+                                        env.attributes, env.ordering_key, attempt if report_attempts else None))
         return {"receivedMessages": out}
 
-    def _dead_letter(self, rec: SubscriptionRecord, received: list[Received],
-                     envs: list[envelope.Envelope]) -> tuple[list[Received], list[envelope.Envelope]]:
+    def _dead_letter(self, rec: SubscriptionRecord, received: list[Received], envs: list[envelope.Envelope],
+                     skips: dict[str, int]) -> tuple[list[Received], list[envelope.Envelope]]:
         """Forward messages past maxDeliveryAttempts to the dead-letter topic instead of delivering them."""
         limit = max_attempts(rec)
-        dead = [i for i, r in enumerate(received) if limit and r.receive_count > limit]
+        attempt = [r.receive_count - skips.get(e.message_id, 0) for r, e in zip(received, envs)]
+        dead = [i for i in range(len(received)) if limit and attempt[i] > limit]
         if not dead:
             return received, envs
         bodies = self._bodies([envs[i] for i in dead])
         done: list[str] = []
-        parked: list[str] = []
+        parked: list[int] = []
         for i, data in zip(dead, bodies):
             env = envs[i]
-            ok = forward(self.ctx, rec, data, env.attributes, env.ordering_key, received[i].receive_count - 1,
-                         env.publish_time)
-            (done if ok else parked).append(received[i].receipt)
+            ok = forward(self.ctx, rec, data, env.attributes, env.ordering_key, attempt[i] - 1, env.publish_time)
+            if ok:
+                done.append(received[i].receipt)
+            else:
+                parked.append(i)
         if done:
             self.ctx.queues.delete_batch(rec.queue_url, done)
-        if parked:
-            self.ctx.queues.change_visibility_batch(rec.queue_url, [(r, PARKED_SECONDS) for r in parked])
+        if parked:  # not a delivery: the attempt count stays where it is
+            self.attempts.skipped(rec, {envs[i].message_id: skips.get(envs[i].message_id, 0) for i in parked})
+            self.ctx.queues.change_visibility_batch(rec.queue_url,
+                                                   [(received[i].receipt, parked_seconds(self.ctx)) for i in parked])
         keep = [i for i in range(len(received)) if i not in set(dead)]
         return [received[i] for i in keep], [envs[i] for i in keep]
 
     def _claim(self, rec: SubscriptionRecord, token: str, received: list[Received], envs: list[envelope.Envelope],
-               now: float) -> tuple[list[Received], list[envelope.Envelope]]:
+               now: float, skips: dict[str, int]) -> tuple[list[Received], list[envelope.Envelope]]:
         """Exactly-once: lease each message by conditional write; drop acked duplicates and held ones."""
-        keep, acked = [], []
+        keep, acked, held = [], [], {}
         deadline = now + rec.spec.ack_deadline
         for r, env in zip(received, envs):
             state = self.exact.claim(rec.name, env.message_id, token, deadline, now,
@@ -121,8 +133,11 @@ class PullService:
                 keep.append((r, env))
             elif state == "acked":
                 acked.append(r.receipt)
+            else:  # another delivery holds it: this receive was not a delivery
+                held[env.message_id] = skips.get(env.message_id, 0)
         if acked:  # an already acknowledged duplicate: remove it for good
             self.ctx.queues.delete_batch(rec.queue_url, acked)
+        self.attempts.skipped(rec, held)
         return [k[0] for k in keep], [k[1] for k in keep]
 
     def _receive(self, rec: SubscriptionRecord, max_messages: int, wait: int, visibility: int) -> list[Received]:
@@ -241,8 +256,10 @@ class PullService:
         until = now + seconds if seconds else now - 0.001
         good, failed = self._settle(name, rec, acks, seconds,
                                     lambda a: self.exact.extend(name.path, a.message_id, a.lease_id, until, now))
-        # A nack (deadline 0) redelivers at once, or after the retry policy's backoff.
-        changes = [(a.receipt, seconds if seconds else nack_delay(rec, a.attempt)) for a in good]
+        # A nack (deadline 0) redelivers at once, or after the retry policy's backoff; a new deadline keeps
+        # the backoff that follows its expiry.
+        changes = [(a.receipt, expiry_visibility(rec, seconds, a.attempt) if seconds else nack_delay(rec, a.attempt))
+                   for a in good]
         if changes:
             self.ctx.queues.change_visibility_batch(rec.queue_url, changes)
         self._raise_failures(failed)

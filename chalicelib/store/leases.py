@@ -110,3 +110,50 @@ class ExactLeases:
         return self._update(sub, mid, "SET deadline = :d", "st = :leased AND tok = :t AND deadline >= :now",
                             {":d": {"N": repr(deadline)}, ":leased": {"S": "leased"}, ":t": {"S": token},
                              ":now": {"N": repr(now)}}) is None
+
+
+class SkipStore:
+    """Receives of a message that were not deliveries (item ``lease`` = ``s#{queue gen}#{message id}``).
+
+    SQS counts every receive in ApproximateReceiveCount, also the ones Metro hands back without
+    delivering (a push batch deferred by flow control, the rest of an ordering key behind a nack, an
+    exactly-once message another puller holds). ``skips`` counts those, so that
+    deliveryAttempt = ApproximateReceiveCount - skips. Only messages received more than once are
+    read, and only subscriptions that report or use the attempt (dead-letter or retry policy) keep it.
+    """
+
+    def __init__(self, config: Config) -> None:
+        self._ddb = aws.client("dynamodb", config)
+        self._table = config.leases_table
+
+    @staticmethod
+    def _key(sub: str, gen: int, mid: str) -> dict[str, Any]:
+        return {"sub": {"S": sub}, "lease": {"S": f"s#{gen}#{mid}"}}
+
+    def get(self, sub: str, gen: int, mids: list[str]) -> dict[str, int]:
+        """Skips per message id (absent = 0): strongly consistent BatchGetItem, 100 keys per call."""
+        out: dict[str, int] = {}
+        unique = list(dict.fromkeys(mids))
+        for start in range(0, len(unique), 100):
+            keys: list[dict[str, Any]] = [self._key(sub, gen, m) for m in unique[start : start + 100]]
+            while keys:
+                with aws_errors("attempt counts"):
+                    resp = self._ddb.batch_get_item(RequestItems={self._table: {
+                        "Keys": keys, "ConsistentRead": True, "ProjectionExpression": "lease, skips"}})
+                for item in resp.get("Responses", {}).get(self._table, []):
+                    out[item["lease"]["S"].split("#", 2)[2]] = int(item["skips"]["N"])
+                keys = list(resp.get("UnprocessedKeys", {}).get(self._table, {}).get("Keys", []))
+        return out
+
+    def put(self, sub: str, gen: int, skips: dict[str, int], expires: int) -> None:
+        """Store new skip counts (BatchWriteItem, 25 items per call)."""
+        items = list(skips.items())
+        for start in range(0, len(items), 25):
+            writes: list[dict[str, Any]] = [
+                {"PutRequest": {"Item": {**self._key(sub, gen, mid), "skips": {"N": str(n)},
+                                         "ttl": {"N": str(expires)}}}}
+                for mid, n in items[start : start + 25]]
+            while writes:
+                with aws_errors("attempt counts"):
+                    resp = self._ddb.batch_write_item(RequestItems={self._table: writes})
+                writes = list(resp.get("UnprocessedItems", {}).get(self._table, []))

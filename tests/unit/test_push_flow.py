@@ -56,6 +56,19 @@ class Store:
         return NAME
 
 
+class Skips:
+    """SkipStore in memory (receives that were not deliveries)."""
+
+    def __init__(self) -> None:
+        self.skips: dict[str, int] = {}
+
+    def get(self, sub: str, gen: int, mids: list[str]) -> dict[str, int]:
+        return {m: self.skips[m] for m in mids if m in self.skips}
+
+    def put(self, sub: str, gen: int, skips: dict[str, int], expires: int) -> None:
+        self.skips.update(skips)
+
+
 class Queue:
     """An endless backlog; records acks and visibility changes."""
 
@@ -105,6 +118,8 @@ class Rig:
                                                         mark_active=lambda name, now: self.active.append(now)))
         self.delivery = PushDelivery(ctx, post=self.post, sleep=self.clock.advance, workers=1)  # type: ignore[arg-type]
         self.delivery.push = self.store  # type: ignore[assignment]
+        self.skips = Skips()
+        self.delivery.attempts.store = self.skips  # type: ignore[assignment]
         pump = SimpleNamespace(push=self.store, sqs=self.queue, handler=self.delivery.handle, config=config,
                                clock=self.clock, batch_size=10, stopped=SimpleNamespace(is_set=lambda: False))
         self.poller = Poller(pump, self.rec)  # type: ignore[arg-type]
