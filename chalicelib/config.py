@@ -24,6 +24,13 @@ class Config:
     inline_max_bytes: int = field(default_factory=lambda: int(_env("METRO_INLINE_MAX_BYTES", str(40 * 1024))))
     # How long a pull without returnImmediately waits for a first message.
     pull_wait_seconds: float = field(default_factory=lambda: float(_env("METRO_PULL_WAIT_SECONDS", "10")))
+    # Topic and subscription records are cached this long on the data path (publish, pull, ack) of a warm
+    # process; a change made through another instance is seen after at most this delay. 0 = no cache.
+    metadata_cache_seconds: float = field(default_factory=lambda: float(_env("METRO_METADATA_CACHE_SECONDS", "5")))
+    # Publish enqueues into the subscriptions' queues itself (the stream fans out only what it could not).
+    direct_fanout: bool = field(default_factory=lambda: _env("METRO_DIRECT_FANOUT", "1") not in ("0", "false"))
+    # A pull that already holds messages keeps collecting for up to this long while more arrive.
+    pull_linger_seconds: float = field(default_factory=lambda: float(_env("METRO_PULL_LINGER_MS", "50")) / 1000)
     deployed: bool = field(default_factory=lambda: _env("METRO_MODE", "local") == "aws")
     log_level: str = field(default_factory=lambda: _env("METRO_LOG_LEVEL", "INFO"))
     # How long a message waits before Metro retries forwarding it when its dead-letter topic is missing.

@@ -20,6 +20,7 @@ from chalicelib.store import aws
 
 log = logging.getLogger("metro.pump")
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
+DISCOVER_SECONDS = 1.0
 
 
 class StreamPump:
@@ -33,6 +34,7 @@ class StreamPump:
         self._iterators: dict[str, str] = {}
         self._stop = threading.Event()
         self._arn = ""
+        self._described = 0.0
 
     # -- checkpoints ------------------------------------------------------------------------
     def _checkpoint_key(self, shard: str) -> dict[str, Any]:
@@ -48,6 +50,10 @@ class StreamPump:
 
     # -- shards -----------------------------------------------------------------------------
     def _discover(self) -> None:
+        """Find new shards, at most once a second (their iterators carry the reading in between)."""
+        if self._iterators and time.monotonic() - self._described < DISCOVER_SECONDS:
+            return
+        self._described = time.monotonic()
         if not self._arn:
             desc = self._ddb.describe_table(TableName=self._config.messages_table)["Table"]
             self._arn = desc["LatestStreamArn"]

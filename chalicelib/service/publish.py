@@ -1,20 +1,34 @@
-"""Publish: validate, store the request as one S3 object, then log one metadata item.
+"""Publish: validate, store the request as one S3 object, enqueue it, then log one metadata item.
 
-The publish is acknowledged only after both writes succeed. A crash between them leaves an
-object that no log item points at (never delivered, removed by retention); it never loses an
-acknowledged message.
+Direct fan-out (the default): the S3 PutObject and the consistent Query for the topic's
+subscriptions run concurrently, then every subscription queue gets its messages (all batches at
+once), then the log item is written marked ``fanned``. When an enqueue fails, the item is written
+unmarked and the stream's fan-out handler delivers the request (duplicates, never a loss). With
+direct fan-out off, publish only stores and logs, and the stream does all fan-out.
+
+The publish is acknowledged only after the object and the log item are stored. A crash before
+the log item is written leaves an object no log item points at, and possibly messages already
+enqueued: an unacknowledged publish the client retries (at-least-once), never a lost one.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import logging
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from chalicelib.core import ids, limits, payload
+from chalicelib.core.errors import MetroError
 from chalicelib.core.messages import NewMessage, parse_publish
 from chalicelib.core.names import Name
 from chalicelib.core.timefmt import format_timestamp_us, parse_duration
 from chalicelib.service.context import Context
+from chalicelib.service.enqueue import enqueue
 from chalicelib.store.log import LogEntry
+
+log = logging.getLogger(__name__)
+_POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="metro-publish")
 
 
 class PublishService:
@@ -27,7 +41,7 @@ class PublishService:
 
     def append(self, topic: Name, messages: list[NewMessage]) -> list[str]:
         """Store already validated messages as one publish request; returns their ids in order."""
-        rec = self.ctx.resources.require_topic(topic)
+        rec = self.ctx.resources.cached_topic(topic)
         now = self.ctx.clock()
         request_id = self.ctx.ids.request_id(now)
         publish_time = format_timestamp_us(now)
@@ -49,5 +63,23 @@ class PublishService:
             publish_time=publish_time,
             expires=int(now + keep),
         )
-        self.ctx.log.append(entry, blob)
+        if not self.ctx.config.direct_fanout:
+            self.ctx.log.append(entry, blob)
+        else:
+            self._store_and_fan_out(entry, blob, body_start, stored)
         return [m.message_id for m in stored]
+
+    def _store_and_fan_out(self, entry: LogEntry, blob: bytes, body_start: int,
+                           stored: list[payload.StoredMessage]) -> None:
+        subs = _POOL.submit(self.ctx.resources.topic_subscriptions, entry.topic)
+        self.ctx.log.put_object(entry, blob)
+        fanned = False
+        try:
+            header = payload.decode_header(blob[:body_start])
+            _, failed = enqueue(self.ctx, entry, header, stored, subs.result()[0])
+            fanned = not failed
+            if failed:
+                log.warning("publish %s: enqueue failed for %s; the stream fans it out", entry.request_id, failed)
+        except MetroError as exc:
+            log.warning("publish %s: direct fan-out failed (%s); the stream fans it out", entry.request_id, exc)
+        self.ctx.log.put_entry(dataclasses.replace(entry, fanned=fanned))

@@ -9,6 +9,7 @@ modack  : one conditional lease update per lease -> ChangeMessageVisibilityBatch
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
@@ -27,6 +28,7 @@ from chalicelib.store.leases import ExactLeases
 from chalicelib.store.queues import Received
 
 ACTIVITY_MARK_SECONDS = 3600.0
+LINGER_STEP_SECONDS = 0.01
 
 
 def _ack_ids(body: Any) -> list[str]:
@@ -46,7 +48,7 @@ class PullService:
         self._marked: dict[str, float] = {}
 
     def _subscription(self, name: Name) -> SubscriptionRecord:
-        rec = self.ctx.resources.require_subscription(name)
+        rec = self.ctx.resources.cached_subscription(name)
         if rec.spec.detached:
             raise FailedPrecondition(f"Subscription {name.path} is detached.")
         now = self.ctx.clock()
@@ -141,8 +143,13 @@ class PullService:
         return [k[0] for k in keep], [k[1] for k in keep]
 
     def _receive(self, rec: SubscriptionRecord, max_messages: int, wait: int, visibility: int) -> list[Received]:
+        """Long-poll for a first batch, then keep receiving while batches come back full; a partial or
+        empty batch ends the pull unless the linger (METRO_PULL_LINGER_MS) since the first message has
+        not passed: a publish request lands in the queue over a few concurrent sends, and a fuller pull
+        saves a whole pull and ack request (cost decision: docs/decisions/cost-model.md)."""
         got: list[Received] = []
         size = 0
+        linger_until = 0.0
         while len(got) < max_messages:
             want = min(10, max_messages - len(got))
             batch = self.ctx.queues.receive(rec.queue_url, want, wait if not got else 0, visibility)
@@ -152,12 +159,17 @@ class PullService:
                 if size > limits.MAX_PULL_RESPONSE_BYTES and (got or keep):
                     break
                 keep.append(r)
+            if keep and not got:
+                linger_until = time.monotonic() + self.ctx.config.pull_linger_seconds
             got.extend(keep)
             if len(keep) < len(batch):  # over the response byte cap: hand the rest back at once
                 self.ctx.queues.change_visibility_batch(rec.queue_url, [(r.receipt, 0) for r in batch[len(keep):]])
                 break
             if len(batch) < want:
-                break
+                if not got or time.monotonic() >= linger_until:
+                    break
+                if not batch:
+                    time.sleep(LINGER_STEP_SECONDS)
         return got
 
     def _bodies(self, envs: list[envelope.Envelope]) -> list[bytes]:

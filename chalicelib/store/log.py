@@ -27,6 +27,7 @@ class LogEntry:
     size: int
     publish_time: str
     expires: int
+    fanned: bool = False  # publish already enqueued the messages for every subscription
 
     def to_item(self) -> dict[str, Any]:
         return {
@@ -38,6 +39,7 @@ class LogEntry:
             "bytes": {"N": str(self.size)},
             "pt": {"S": self.publish_time},
             "ttl": {"N": str(self.expires)},
+            **({"fo": {"BOOL": True}} if self.fanned else {}),
         }
 
     @classmethod
@@ -51,6 +53,7 @@ class LogEntry:
             size=int(item["bytes"]["N"]),
             publish_time=item["pt"]["S"],
             expires=int(item["ttl"]["N"]),
+            fanned=bool(item.get("fo", {}).get("BOOL", False)),
         )
 
 
@@ -63,8 +66,14 @@ class MessageLog:
 
     def append(self, entry: LogEntry, blob: bytes) -> None:
         """Store the object first, then the log item: the stream only ever points at stored bytes."""
+        self.put_object(entry, blob)
+        self.put_entry(entry)
+
+    def put_object(self, entry: LogEntry, blob: bytes) -> None:
         with aws_errors("Publish (S3 PutObject)"):
             self._s3.put_object(Bucket=self._bucket, Key=entry.key, Body=blob)
+
+    def put_entry(self, entry: LogEntry) -> None:
         with aws_errors("Publish (DynamoDB PutItem)"):
             self._ddb.put_item(TableName=self._table, Item=entry.to_item())
 

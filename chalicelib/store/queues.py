@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 from botocore.exceptions import ClientError
 
 from chalicelib.config import Config
+from chalicelib.core.errors import MetroError, NotFound
 from chalicelib.store import aws
 from chalicelib.store.errors import aws_errors
 
@@ -18,6 +21,18 @@ SQS_BATCH = 10
 SQS_MAX_WAIT = 20
 SQS_MIN_RETENTION = 60
 SQS_MAX_RETENTION = 14 * 24 * 3600
+# SendMessageBatch calls of one fan-out run concurrently on this shared pool (botocore clients are thread-safe).
+_SEND_POOL = ThreadPoolExecutor(max_workers=16, thread_name_prefix="metro-sqs-send")
+
+
+@contextlib.contextmanager
+def _queue_errors(what: str) -> Iterator[None]:
+    """A queue deleted under a caller (its subscription deleted elsewhere) is the subscription's NotFound."""
+    try:
+        with aws_errors(what, allow=_GONE):
+            yield
+    except ClientError:
+        raise NotFound("Subscription does not exist") from None
 
 
 @dataclass(frozen=True)
@@ -74,24 +89,60 @@ class QueueStore:
 
     def send(self, url: str, messages: Sequence[Outgoing]) -> list[int]:
         """Send in batches of 10; return the indexes of messages that failed."""
-        failed: list[int] = []
-        for start in range(0, len(messages), SQS_BATCH):
-            entries = []
-            for i, m in enumerate(messages[start : start + SQS_BATCH], start):
-                entry: dict[str, Any] = {"Id": str(i), "MessageBody": m.body}
-                if m.group_id:
-                    entry["MessageGroupId"] = m.group_id
-                    entry["MessageDeduplicationId"] = m.dedup_id
-                if m.delay:
-                    entry["DelaySeconds"] = m.delay
-                entries.append(entry)
-            with aws_errors("SendMessageBatch"):
-                resp = self._sqs.send_message_batch(QueueUrl=url, Entries=entries)
-            failed.extend(int(f["Id"]) for f in resp.get("Failed", []))
+        return self.send_all([(url, messages)])[0]
+
+    def send_all(self, jobs: Sequence[tuple[str, Sequence[Outgoing]]]) -> list[list[int]]:
+        """Send every job's messages, ten per SendMessageBatch, batches concurrently.
+
+        A FIFO queue's batches go one after another (so each message group keeps its order), and
+        after a failed batch the rest of that job is not sent. Returns, per job, the indexes of its
+        messages that were not enqueued (a failed call counts all its messages).
+        """
+        tasks: list[tuple[int, list[int]]] = []
+        for j, (url, msgs) in enumerate(jobs):
+            starts = list(range(0, len(msgs), SQS_BATCH))
+            if url.endswith(".fifo"):
+                tasks.append((j, starts))
+            else:
+                tasks.extend((j, [start]) for start in starts)
+
+        def run(task: tuple[int, list[int]]) -> list[int]:
+            url, msgs = jobs[task[0]]
+            for n, start in enumerate(task[1]):
+                bad = self._send_batch(url, msgs, start)
+                if bad and len(task[1]) > 1:
+                    rest = [i for s in task[1][n + 1 :] for i in range(s, min(s + SQS_BATCH, len(msgs)))]
+                    return bad + rest
+                if bad:
+                    return bad
+            return []
+
+        results = [run(t) for t in tasks] if len(tasks) <= 1 else list(_SEND_POOL.map(run, tasks))
+        failed: list[list[int]] = [[] for _ in jobs]
+        for (j, _), bad in zip(tasks, results):
+            failed[j].extend(bad)
         return failed
 
+    def _send_batch(self, url: str, messages: Sequence[Outgoing], start: int) -> list[int]:
+        entries = []
+        chunk = messages[start : start + SQS_BATCH]
+        for i, m in enumerate(chunk, start):
+            entry: dict[str, Any] = {"Id": str(i), "MessageBody": m.body}
+            if m.group_id:
+                entry["MessageGroupId"] = m.group_id
+                entry["MessageDeduplicationId"] = m.dedup_id
+            if m.delay:
+                entry["DelaySeconds"] = m.delay
+            entries.append(entry)
+        try:
+            with aws_errors("SendMessageBatch"):
+                resp = self._sqs.send_message_batch(QueueUrl=url, Entries=entries)
+        except MetroError:
+            return list(range(start, start + len(chunk)))
+        return [int(f["Id"]) for f in resp.get("Failed", [])]
+
     def receive(self, url: str, max_messages: int, wait: int, visibility: int) -> list[Received]:
-        with aws_errors("ReceiveMessage"):
+        with _queue_errors("ReceiveMessage"):
             resp = self._sqs.receive_message(
                 QueueUrl=url,
                 MaxNumberOfMessages=min(max_messages, SQS_BATCH),
@@ -115,7 +166,7 @@ class QueueStore:
         for start in range(0, len(receipts), SQS_BATCH):
             entries = [{"Id": str(i), "ReceiptHandle": r}
                        for i, r in enumerate(receipts[start : start + SQS_BATCH], start)]
-            with aws_errors("DeleteMessageBatch"):
+            with _queue_errors("DeleteMessageBatch"):
                 resp = self._sqs.delete_message_batch(QueueUrl=url, Entries=entries)
             failed.extend(int(f["Id"]) for f in resp.get("Failed", []))
         return failed
@@ -126,7 +177,7 @@ class QueueStore:
         for start in range(0, len(changes), SQS_BATCH):
             entries = [{"Id": str(i), "ReceiptHandle": r, "VisibilityTimeout": t}
                        for i, (r, t) in enumerate(changes[start : start + SQS_BATCH], start)]
-            with aws_errors("ChangeMessageVisibilityBatch"):
+            with _queue_errors("ChangeMessageVisibilityBatch"):
                 resp = self._sqs.change_message_visibility_batch(QueueUrl=url, Entries=entries)
             failed.extend(int(f["Id"]) for f in resp.get("Failed", []))
         return failed

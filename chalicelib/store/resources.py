@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -23,6 +24,7 @@ from chalicelib.core.errors import AlreadyExists, InvalidArgument, NotFound
 from chalicelib.core.models import Subscription, Topic
 from chalicelib.core.names import Name
 from chalicelib.core.records import SubscriptionRecord, TopicRecord
+from chalicelib.core.ttlcache import TtlCache
 from chalicelib.store import aws
 from chalicelib.store.errors import aws_errors, code_of
 
@@ -79,9 +81,31 @@ def _topic_record(item: dict[str, Any]) -> TopicRecord:
 
 
 class ResourceStore:
+    """Resource records; ``cached_*`` serve the data path from a short per-process cache (DESIGN.md section 4),
+    which this process's own writes invalidate at once."""
+
     def __init__(self, config: Config) -> None:
         self._ddb = aws.client("dynamodb", config)
         self._table = config.resources_table
+        self._topics: TtlCache[str, TopicRecord] = TtlCache(config.metadata_cache_seconds)
+        self._subs: TtlCache[str, SubscriptionRecord] = TtlCache(config.metadata_cache_seconds)
+
+    def cached_topic(self, name: Name) -> TopicRecord:
+        """The topic, from the cache when fresh (NotFound is never cached)."""
+        now = time.monotonic()
+        rec = self._topics.get(name.path, now)
+        if rec is None:
+            rec = self.require_topic(name)
+            self._topics.put(name.path, rec, now)
+        return rec
+
+    def cached_subscription(self, name: Name) -> SubscriptionRecord:
+        now = time.monotonic()
+        rec = self._subs.get(name.path, now)
+        if rec is None:
+            rec = self.require_subscription(name)
+            self._subs.put(name.path, rec, now)
+        return rec
 
     # -- topics ---------------------------------------------------------------------------
     def create_topic(self, name: Name, topic: Topic, now: float) -> TopicRecord:
@@ -108,6 +132,7 @@ class ResourceStore:
         return rec
 
     def put_topic(self, name: Name, rec: TopicRecord) -> None:
+        self._topics.drop(name.path)
         item = {**_topic_key(name), "doc": {"S": rec.spec.model_dump_json(by_alias=True, exclude_none=True)},
                 "created": {"N": repr(rec.created)}}
         try:
@@ -117,8 +142,11 @@ class ResourceStore:
             if code_of(exc) == "ConditionalCheckFailedException":
                 raise NotFound("Topic not found") from None
             raise
+        finally:  # a reader may have cached the old record while the write ran
+            self._topics.drop(name.path)
 
     def delete_topic(self, name: Name) -> None:
+        self._topics.drop(name.path)
         try:
             with aws_errors("DeleteTopic"):
                 self._ddb.delete_item(TableName=self._table, Key=_topic_key(name),
@@ -127,6 +155,8 @@ class ResourceStore:
             if code_of(exc) == "ConditionalCheckFailedException":
                 raise NotFound("Topic not found") from None
             raise
+        finally:  # a reader may have cached the old record while the write ran
+            self._topics.drop(name.path)
 
     def list_topics(self, project: str, page_size: int, token: str) -> tuple[list[TopicRecord], str]:
         items, nxt = self._query(f"project#{project}", "topic#", page_size, token)
@@ -165,6 +195,7 @@ class ResourceStore:
 
     def put_subscription(self, name: Name, rec: SubscriptionRecord, old_topic: str | None = None) -> None:
         """Replace a subscription and its topic index item; ``old_topic`` index item is removed."""
+        self._subs.drop(name.path)
         item = _sub_item(rec)
         ops: list[dict[str, Any]] = [{"Put": {"TableName": self._table, "Item": {**_sub_key(name), **item},
                                               "ConditionExpression": "attribute_exists(pk)"}}]
@@ -179,8 +210,11 @@ class ResourceStore:
             if code_of(exc) == "TransactionCanceledException":
                 raise NotFound("Subscription does not exist") from None
             raise
+        finally:  # a reader may have cached the old record while the write ran
+            self._subs.drop(name.path)
 
     def delete_subscription(self, name: Name, topic: str) -> None:
+        self._subs.drop(name.path)
         try:
             with aws_errors("DeleteSubscription"):
                 self._ddb.transact_write_items(TransactItems=[
@@ -192,6 +226,8 @@ class ResourceStore:
             if code_of(exc) == "TransactionCanceledException":
                 raise NotFound("Subscription does not exist") from None
             raise
+        finally:  # a reader may have cached the old record while the write ran
+            self._subs.drop(name.path)
 
     def mark_active(self, name: Name, now: float) -> None:
         """Record subscriber activity (for expirationPolicy); callers rate-limit it."""

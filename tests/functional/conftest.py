@@ -34,7 +34,8 @@ def clock() -> FakeClock:
 @pytest.fixture
 def services(clock: FakeClock) -> Iterator[Services]:
     env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1",
-           "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled", "METRO_PULL_WAIT_SECONDS": "0"}
+           "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled", "METRO_PULL_WAIT_SECONDS": "0",
+           "METRO_PULL_LINGER_MS": "0", "METRO_DIRECT_FANOUT": "0"}
     saved = {k: os.environ.get(k) for k in [*env, "AWS_ENDPOINT_URL"]}
     os.environ.update(env)
     os.environ.pop("AWS_ENDPOINT_URL", None)

@@ -1,0 +1,96 @@
+"""Publish enqueues its messages itself; the stream's fan-out only delivers what publish could not."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+
+from chalicelib.core.errors import NotFound
+from chalicelib.delivery.fanout import FanOut
+from chalicelib.runtime import Services
+from chalicelib.service.context import Context
+from chalicelib.store.log import LogEntry
+from tests.functional.conftest import FakeClock
+from tests.functional.test_message_path import pull, stream_event, sub, topic
+
+
+@pytest.fixture
+def direct(services: Services, clock: FakeClock) -> Services:
+    ctx = services.ctx
+    ctx = Context(dataclasses.replace(ctx.config, direct_fanout=True), ctx.resources, ctx.log, ctx.queues,
+                  ctx.leases, ctx.clock, ctx.ids)
+    built = Services.build(ctx)
+    built.admin.create_topic(topic(), {})
+    built.admin.create_subscription(sub(), {"topic": topic().path})
+    built.admin.create_subscription(sub("sub-f"), {"topic": topic().path, "filter": 'attributes.k = "v"'})
+    clock.advance(1)
+    return built
+
+
+def publish(services: Services, n: int, attrs: dict[str, str] | None = None) -> list[str]:
+    msgs = [{"data": "eA==", **({"attributes": attrs} if attrs else {})} for _ in range(n)]
+    return list(services.publish.publish(topic(), {"messages": msgs})["messageIds"])
+
+
+def stream_entries(services: Services) -> list[LogEntry]:
+    return [LogEntry.from_item(r["dynamodb"]["NewImage"]) for r in stream_event(services)["Records"]]
+
+
+def test_publish_enqueues_for_every_subscription_and_marks_the_log_item(direct: Services) -> None:
+    ids = publish(direct, 25, {"k": "v"})
+    (entry,) = stream_entries(direct)
+    assert entry.fanned and entry.count == 25
+    got = pull(direct, 100)
+    assert sorted(m["message"]["messageId"] for m in got) == sorted(ids)
+    filtered = direct.pull.pull(sub("sub-f"), {"maxMessages": 100, "returnImmediately": True})["receivedMessages"]
+    assert len(filtered) == 25
+    # The stream handler skips the marked item: no second copy.
+    assert FanOut(direct.ctx).handle(stream_event(direct)) == {"batchItemFailures": []}
+    assert pull(direct, 100) == []
+
+
+def test_a_failed_enqueue_leaves_the_request_to_the_stream(direct: Services, monkeypatch: pytest.MonkeyPatch) -> None:
+    real = direct.ctx.queues.send_all
+
+    def flaky(jobs: Any) -> list[list[int]]:
+        out = real(jobs[:1])  # the first subscription gets the messages, the second's sends fail
+        return out + [list(range(len(msgs))) for _, msgs in jobs[1:]]
+
+    monkeypatch.setattr(direct.ctx.queues, "send_all", flaky)
+    ids = publish(direct, 3, {"k": "v"})
+    monkeypatch.undo()
+    (entry,) = stream_entries(direct)
+    assert not entry.fanned
+    assert FanOut(direct.ctx).handle(stream_event(direct)) == {"batchItemFailures": []}
+    # Both subscriptions have every message; the one served during publish has them twice (at-least-once).
+    firsts = [m["message"]["messageId"] for m in pull(direct, 100)]
+    seconds = [m["message"]["messageId"]
+               for m in direct.pull.pull(sub("sub-f"), {"maxMessages": 100, "returnImmediately": True})
+               ["receivedMessages"]]
+    assert set(firsts) == set(seconds) == set(ids)
+    assert len(firsts) + len(seconds) == 9
+
+
+def test_a_failed_object_write_fails_the_publish_and_logs_nothing(direct: Services,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from chalicelib.core.errors import Unavailable
+
+    def down(*_: Any) -> None:
+        raise Unavailable("S3 is down")
+
+    monkeypatch.setattr(direct.ctx.log, "put_object", down)
+    with pytest.raises(Unavailable):
+        publish(direct, 2)
+    assert stream_entries(direct) == []
+
+
+def test_cached_records_follow_this_process_writes(direct: Services) -> None:
+    assert direct.pull.pull(sub(), {"maxMessages": 1, "returnImmediately": True}) == {}
+    direct.admin.delete_subscription(sub())
+    with pytest.raises(NotFound):
+        direct.pull.pull(sub(), {"maxMessages": 1, "returnImmediately": True})
+    direct.admin.delete_topic(topic())
+    with pytest.raises(NotFound):
+        publish(direct, 1)
