@@ -190,3 +190,54 @@ def test_detach(publisher: Any, subscriber: Any, unique: str) -> None:
     assert err.value.response.json()["error"]["status"] == "FAILED_PRECONDITION"
     assert sub not in list(publisher.list_topic_subscriptions(topic=topic))
     assert subscriber.get_subscription(subscription=sub).detached
+
+
+def test_exactly_once_errors_reach_the_client_per_ack_id(publisher: Any, subscriber: Any, unique: str) -> None:
+    """Google's shape: INVALID_ARGUMENT + ErrorInfo EXACTLY_ONCE_ACKID_FAILURE, metadata {ack id: reason}; the
+    client library's own request processing then fails exactly the bad id's future and completes the other."""
+    from google.cloud.pubsub_v1.subscriber._protocol import requests as client_requests
+    from google.cloud.pubsub_v1.subscriber._protocol.streaming_pull_manager import _process_requests
+    from google.cloud.pubsub_v1.subscriber.exceptions import AcknowledgeError, AcknowledgeStatus
+    from google.cloud.pubsub_v1.subscriber.futures import Future
+
+    topic = _topic(publisher, unique)
+    sub = _sub(subscriber, unique, topic, enable_exactly_once_delivery=True)
+    publisher.publish(topic, b"a").result()
+    publisher.publish(topic, b"b").result()
+    first, second = _pull_until(subscriber, sub, 2)
+    subscriber.acknowledge(subscription=sub, ack_ids=[first.ack_id])
+    with pytest.raises(gexc.BadRequest) as err:
+        subscriber.acknowledge(subscription=sub, ack_ids=[first.ack_id, second.ack_id])
+    assert err.value.reason == "EXACTLY_ONCE_ACKID_FAILURE" and err.value.domain == "pubsub.googleapis.com"
+    assert err.value.metadata == {first.ack_id: "PERMANENT_FAILURE_INVALID_ACK_ID"}
+    futures = {m.ack_id: Future() for m in (first, second)}
+    reqs = {m.ack_id: client_requests.AckRequest(m.ack_id, 0, 0, None, futures[m.ack_id])
+            for m in (first, second)}
+    done, retry = _process_requests(None, reqs, dict(err.value.metadata))
+    assert len(done) == 2 and retry == []
+    with pytest.raises(AcknowledgeError) as failed:
+        futures[first.ack_id].result()
+    assert failed.value.error_code == AcknowledgeStatus.INVALID_ACK_ID
+    assert futures[second.ack_id].result() == AcknowledgeStatus.SUCCESS
+    assert _pull(subscriber, sub, wait=False) == []  # the valid id was acknowledged
+    with pytest.raises(gexc.BadRequest) as err:  # modifyAckDeadline of an acked id fails the same way
+        subscriber.modify_ack_deadline(subscription=sub, ack_ids=[second.ack_id], ack_deadline_seconds=30)
+    assert err.value.metadata == {second.ack_id: "PERMANENT_FAILURE_INVALID_ACK_ID"}
+
+
+def test_retry_backoff_follows_a_deadline_expiry(publisher: Any, subscriber: Any, unique: str) -> None:
+    topic, dlt = _topic(publisher, unique), _topic(publisher, f"{unique}-dlt")
+    sub = _sub(subscriber, unique, topic, ack_deadline_seconds=10,
+               retry_policy={"minimum_backoff": "5s", "maximum_backoff": "20s"},
+               dead_letter_policy={"dead_letter_topic": dlt, "max_delivery_attempts": 5})
+    publisher.publish(topic, b"expire me").result()
+    (msg,) = _pull_until(subscriber, sub, 1)
+    pulled = time.monotonic()
+    assert msg.delivery_attempt == 1
+    time.sleep(max(0.0, 11.0 - (time.monotonic() - pulled)))  # the 10 s deadline has passed
+    assert _pull(subscriber, sub, wait=False) == []  # ... but the 5 s backoff behind it has not
+    (again,) = _pull_until(subscriber, sub, 1, timeout=15)
+    assert again.message.message_id == msg.message.message_id
+    assert again.delivery_attempt == 2  # 1 + one expiry
+    assert time.monotonic() - pulled >= 14.0
+    subscriber.acknowledge(subscription=sub, ack_ids=[again.ack_id])
