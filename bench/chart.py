@@ -25,7 +25,7 @@ def draw(doc: dict[str, Any], path: Path) -> None:
         base_tp.append(base.get("throughput_msgs_s", 0.0))
     x = range(len(labels))
     ax1.bar([i - 0.2 for i in x], metro_tp, width=0.4, label="Metro (published -> acked)", color="#1f77b4")
-    ax1.bar([i + 0.2 for i in x], base_tp, width=0.4, label="baseline (raw SQS / SNS->SQS)", color="#aaaaaa")
+    ax1.bar([i + 0.2 for i in x], base_tp, width=0.4, label="compared run (SQS, SNS->SQS, A)", color="#aaaaaa")
     for i, r in zip(x, (results[k] for k in metro_keys)):
         ratio = r.get("ratio_vs_baseline")
         if ratio is not None:

@@ -6,6 +6,7 @@ import base64
 import json
 import os
 import time
+from collections.abc import Callable
 from typing import Any
 
 import requests
@@ -39,14 +40,18 @@ class MetroClient:
             raise RuntimeError(f"{method} {path}: HTTP {resp.status_code}: {resp.text[:300]}")
         return resp.json() if resp.content else {}
 
-    def create(self, topic: str, subscriptions: list[str], ack_deadline: int = 20) -> None:
+    def create(self, topic: str, subscriptions: list[str], ack_deadline: int = 20,
+               extra: Callable[[str], dict[str, Any]] | None = None) -> None:
+        """The topic and its subscriptions; ``extra(sub)`` adds fields (pushConfig, enableMessageOrdering, ...)."""
         self.call("PUT", f"projects/{PROJECT}/topics/{topic}", {})
         for sub in subscriptions:
-            self.call("PUT", f"projects/{PROJECT}/subscriptions/{sub}",
-                      {"topic": f"projects/{PROJECT}/topics/{topic}", "ackDeadlineSeconds": ack_deadline})
+            body = {"topic": f"projects/{PROJECT}/topics/{topic}", "ackDeadlineSeconds": ack_deadline}
+            self.call("PUT", f"projects/{PROJECT}/subscriptions/{sub}", {**body, **(extra(sub) if extra else {})})
 
 
-def publisher(url: str, topic: str, bodies: list[str], size: int) -> PublishFactory:
+def publisher(url: str, topic: str, bodies: list[str], size: int, ordering_keys: int = 0) -> PublishFactory:
+    """Publish requests of ``count`` messages; with ``ordering_keys`` > 0 each carries one of that many keys."""
+
     def factory() -> Publish:
         client = MetroClient(url)
         path = f"projects/{PROJECT}/topics/{topic}:publish"
@@ -54,7 +59,11 @@ def publisher(url: str, topic: str, bodies: list[str], size: int) -> PublishFact
         def publish(index: int, count: int) -> int:
             ts = f"{time.time():.6f}"
             attrs = {TS: ts}
-            messages = [{"data": bodies[(index + i) % len(bodies)], "attributes": attrs} for i in range(count)]
+            messages: list[dict[str, Any]] = [{"data": bodies[(index + i) % len(bodies)], "attributes": attrs}
+                                              for i in range(count)]
+            if ordering_keys:
+                for i, m in enumerate(messages):
+                    m["orderingKey"] = f"key-{(index * count + i) % ordering_keys}"
             got = client.call("POST", path, {"messages": messages})
             if len(got.get("messageIds", [])) != count:
                 raise RuntimeError(f"publish returned {len(got.get('messageIds', []))} ids for {count} messages")

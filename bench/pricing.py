@@ -12,6 +12,10 @@ What is priced, per scenario window:
 - S3, DynamoDB, SQS, SNS: from the counted requests and the units bench/meter.py derived from them.
 - The pump (reading the DynamoDB stream, its checkpoints) costs nothing: on AWS, Lambda's event source
   poller reads DynamoDB Streams for free and keeps its own checkpoints. Fan-out itself is priced.
+- Push: one Lambda invocation per push batch (part ``push``, priced like fan-out, with its requests).
+  The push pump's SQS receives stand for Lambda's SQS poller, whose requests AWS bills as ordinary SQS
+  requests: priced. Its DynamoDB reads (listing push subscriptions, reading the throttle before a
+  receive) have no AWS counterpart (the push handler reads the throttle itself): not priced.
 - Not priced: storage (S3 raw objects $0.023/GB-month for the retention window, DynamoDB items), data
   transfer (in-region is free; internet egress is billed by both clouds alike), CloudWatch logs.
 
@@ -67,6 +71,7 @@ PRICES: dict[str, Price] = {
 }
 
 FREE_PARTS = ("pump",)  # Lambda's stream poller: free on AWS
+LOCAL_ONLY_PARTS = ("push-pump",)  # Lambda's SQS poller: its receives are billed, the local bookkeeping is not
 
 
 def price_table() -> list[dict[str, Any]]:
@@ -76,9 +81,14 @@ def price_table() -> list[dict[str, Any]]:
 # -- AWS requests -> dollars -----------------------------------------------------------------------
 
 
+def billable(part: str, service: str) -> bool:
+    """Whether AWS would bill this part's requests to this service (see the module docstring)."""
+    return part not in FREE_PARTS and not (part in LOCAL_ONLY_PARTS and service != "sqs")
+
+
 def request_cost(part: str, service: str, tally: Tally) -> dict[str, float]:
     """Dollars by price key for one (part, service, operation) tally."""
-    if part in FREE_PARTS:
+    if not billable(part, service):
         return {}
     u = tally.units
     out: dict[str, float] = {}
@@ -148,8 +158,11 @@ class CostReport:
         return self.total * 1e6 / messages if messages else 0.0
 
 
-def cost(counts: Mapping[Key, Tally], api: Mapping[str, Invocations], fanout: Invocations | None) -> CostReport:
-    """Price one measurement window: AWS requests by part/service/operation plus API and fan-out calls."""
+def cost(counts: Mapping[Key, Tally], api: Mapping[str, Invocations],
+         events: Mapping[str, Invocations] | None = None) -> CostReport:
+    """Price one measurement window: AWS requests by part/service/operation plus API and event handler
+    (``fanout``, ``push``) invocations."""
+    events = {k: v for k, v in (events or {}).items() if v.count}
     by_price: dict[str, float] = {}
     rows: list[dict[str, Any]] = []
     local_gb_s_usd = 0.0
@@ -160,8 +173,7 @@ def cost(counts: Mapping[Key, Tally], api: Mapping[str, Invocations], fanout: In
     api_requests = sum(i.count for i in api.values())
     add("apigw_rest", api_requests * PRICES["apigw_rest"].each)
     invoked = [(f"api:{verb}", "apigateway+lambda", inv) for verb, inv in sorted(api.items())]
-    if fanout is not None and fanout.count:
-        invoked.append(("fanout", "lambda", fanout))
+    invoked += [(kind, "lambda", inv) for kind, inv in sorted(events.items())]
     model_ms_total = 0.0
     for part, service, inv in invoked:
         ms = modelled_ms(part, inv, counts)
@@ -184,16 +196,17 @@ def cost(counts: Mapping[Key, Tally], api: Mapping[str, Invocations], fanout: In
                      "units": dict(tally.units)})
     quantities = {
         "apigw_requests": float(api_requests),
-        "lambda_invocations": float(api_requests + (fanout.count if fanout else 0)),
+        "lambda_invocations": float(api_requests + sum(i.count for i in events.values())),
         "lambda_gb_s": model_ms_total / 1000 * LAMBDA_MEMORY_GB,
-        "lambda_gb_s_local": (sum(i.billed_ms for i in api.values()) + (fanout.billed_ms if fanout else 0.0))
+        "lambda_gb_s_local": (sum(i.billed_ms for i in api.values()) + sum(i.billed_ms for i in events.values()))
         / 1000 * LAMBDA_MEMORY_GB,
     }
     for key, service, unit in (("s3_put", "s3", "put_class"), ("s3_get", "s3", "get_class"),
                                ("ddb_wu", "dynamodb", "wu"), ("ddb_ru", "dynamodb", "ru"),
-                               ("sqs_billed", "sqs", "billed"), ("sns_billed", "sns", "billed")):
+                               ("sqs_billed", "sqs", "billed"), ("sqs_fifo_billed", "sqs", "billed_fifo"),
+                               ("sns_billed", "sns", "billed")):
         quantities[key] = sum(t.units.get(unit, 0.0) for (p, s, _), t in counts.items()
-                              if s == service and p not in FREE_PARTS)
+                              if s == service and billable(p, s))
     total = sum(by_price.values())
     return CostReport(total, by_price, rows, quantities, total - by_price.get("lambda_gb_s", 0.0) + local_gb_s_usd)
 

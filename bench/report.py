@@ -56,7 +56,7 @@ def summary_table(results: dict[str, dict[str, Any]]) -> Table:
             _f(r["throughput_msgs_s"]), _f(r.get("ratio_vs_baseline"), "{:.0%}"),
             f"{lat['p50']:,.0f} / {lat['p95']:,.0f} / {lat['p99']:,.0f}",
             f"{probe['p50']:,.0f} / {probe['p99']:,.0f}" if probe else "-",
-            _f(r["messages_per_pull"]), _f(usd, "${:.3f}"),
+            _f(None if r.get("push") else r["messages_per_pull"]), _f(usd, "${:.3f}"),
             _f(r["cost"].get("usd_per_million_local_durations"), "${:.3f}"), _f(google, "${:.3f}"),
             _f(usd / google if google else None, "{:.2f}"),
         )
@@ -88,6 +88,48 @@ def cost_table(results: dict[str, dict[str, Any]]) -> Table:
     return t
 
 
+def variants_table(results: dict[str, dict[str, Any]]) -> Table | None:
+    """What ordering, exactly-once and push cost per message compared with the plain scenario A."""
+    base = results.get("A")
+    variants = [r for r in results.values() if r.get("compare_to") == "A" and r["system"] == "metro"]
+    if base is None or not variants:
+        return None
+    t = Table(title="A's variants against A (1 KiB, 1 subscription): per 1,000 messages unless noted")
+    for col in ("run", "msg/s", "vs A", "AWS req/msg", "API req", "Lambda inv", "DynamoDB WU", "DynamoDB RU",
+                "SQS req (FIFO)", "$/M", "$/M vs A"):
+        t.add_column(col, justify="left" if col == "run" else "right")
+    a_usd = base["cost"]["usd_per_million"]
+    for r in [base, *variants]:
+        q = r["quantities_per_1k"]
+        usd = r["cost"]["usd_per_million"]
+        fifo = q.get("sqs_fifo_billed", 0.0)
+        t.add_row(
+            f"{r['key']}: {r['title']}", _f(r["throughput_msgs_s"]), _f(r.get("ratio_vs_baseline"), "{:.0%}")
+            if r is not base else "", _f(r.get("aws_requests_per_message"), "{:.2f}"),
+            _f(q.get("apigw_requests")), _f(q.get("lambda_invocations")), _f(q.get("ddb_wu")), _f(q.get("ddb_ru")),
+            _f(q.get("sqs_billed", 0.0) + fifo) + (f" ({fifo:,.1f})" if fifo else ""), _f(usd, "${:.3f}"),
+            _f(usd - a_usd, "{:+.3f}") if r is not base else "",
+        )
+    return t
+
+
+def push_table(results: dict[str, dict[str, Any]]) -> Table | None:
+    rows = [r for r in results.values() if r.get("push")]
+    if not rows:
+        return None
+    t = Table(title="Push delivery to a local webhook")
+    for col in ("run", "delivered msg/s", "latency p50/p99 ms", "push invocations/1k", "msgs/invocation",
+                "push AWS req/msg", "all AWS req/msg", "$/M"):
+        t.add_column(col, justify="left" if col == "run" else "right")
+    for r in rows:
+        p, lat = r["push"], r["latency_ms"]
+        t.add_row(r["key"], _f(r["throughput_msgs_s"]), f"{lat['p50']:,.0f} / {lat['p99']:,.0f}",
+                  _f(p["invocations_per_1k"]), _f(p["messages_per_invocation"]),
+                  _f(p["aws_requests_per_message"], "{:.3f}"), _f(r["aws_requests_per_message"], "{:.3f}"),
+                  _f(r["cost"]["usd_per_million"], "${:.3f}"))
+    return t
+
+
 def targets_table(rows: list[dict[str, Any]]) -> Table:
     t = Table(title="Targets")
     for col in ("target", "measured", "limit", "met"):
@@ -103,6 +145,9 @@ def print_all(console: Console, doc: dict[str, Any], detail: bool = True) -> Non
     results = doc["results"]
     console.print(summary_table(results))
     console.print(cost_table(results))
+    for extra in (variants_table(results), push_table(results)):
+        if extra is not None:
+            console.print(extra)
     if detail:
         for r in results.values():
             if r["system"] == "metro":

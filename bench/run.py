@@ -4,6 +4,8 @@ Scenarios (``--quick``: a few hundred messages each, for CI):
   A  10,000 messages of 1 KiB, published 100 per request, one pull subscription (maxMessages=100)
   B  the same with 3 subscriptions (fan-out)
   C  2,000 messages of 64 KiB, one subscription
+  A-order, A-exact, A-push  3,000 messages of A on one subscription with enableMessageOrdering (8 keys,
+     FIFO queue), with enableExactlyOnceDelivery, and pushing to a local webhook: compared with A
 and, on the same emulator in the same run, the baselines they are compared with: raw SQS (1 KiB and
 64 KiB) and SNS -> 3 SQS queues. Writes bench/results.json and bench/chart.png (quick runs:
 bench/results-quick.json and bench/chart-quick.png); exits 1 when a scenario did not complete, and
@@ -105,7 +107,7 @@ def main(
     patches = [p.strip() for p in patch.split(",") if p.strip()]
     try:
         experiments.apply(patches, stack)
-        scenarios.warm_up(stack)
+        scenarios.warm_up(stack, push=any(sc.push for sc in todo))
         console.print(f"stack up and warm in {time.perf_counter() - started:.1f} s")
         columns = (TextColumn("{task.description:<34}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
         with Progress(*columns, console=console) as progress:

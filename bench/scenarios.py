@@ -8,7 +8,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench import baselines, metro
-from bench.pricing import CostReport, Invocations, cost, google_billed_bytes, google_cost, subtract
+from bench.pricing import (
+    CostReport,
+    Invocations,
+    billable,
+    cost,
+    google_billed_bytes,
+    google_cost,
+    subtract,
+)
 from bench.stack import BenchStack, window
 from bench.workload import ConsumeFactory, Engine, Load, Outcome, PublishFactory, percentile
 from chalicelib.store import aws
@@ -28,11 +36,27 @@ class Scenario:
     per_request: int = 100  # messages per publish request
     max_messages: int = 100  # Metro pull maxMessages
     compare_to: str = ""  # key of the baseline this scenario is compared with
+    push: bool = False  # Metro: push subscriptions delivering to a local webhook (bench/push.py)
+    ordering_keys: int = 0  # Metro: > 0: enableMessageOrdering, messages spread over this many keys
+    exactly_once: bool = False  # Metro: enableExactlyOnceDelivery
+    consumers: int = 0  # consumer threads per subscription (0: the settings'); a push "consumer" drains a webhook
+
+    def subscription_fields(self) -> dict[str, Any]:
+        fields: dict[str, Any] = {}
+        if self.ordering_keys:
+            fields["enableMessageOrdering"] = True
+        if self.exactly_once:
+            fields["enableExactlyOnceDelivery"] = True
+        return fields
+
+
+ORDERING_KEYS = 8
 
 
 def plan(quick: bool, scale: float = 1.0) -> list[Scenario]:
-    """Baselines run right before the Metro scenario they are compared with."""
-    n_small, n_fan, n_large = (int(n * scale) for n in ((300, 200, 100) if quick else (10_000, 10_000, 2_000)))
+    """Baselines run right before the Metro scenario they are compared with; A's variants are compared with A."""
+    n_small, n_fan, n_large, n_variant = (int(n * scale) for n in ((300, 200, 100, 200) if quick
+                                                                    else (10_000, 10_000, 2_000, 3_000)))
     sqs_batch = baselines.per_request(64 * KIB)
     return [
         Scenario("sqs-1k", "sqs", "raw SQS, 1 KiB", n_small, KIB, 1, per_request=10),
@@ -41,6 +65,11 @@ def plan(quick: bool, scale: float = 1.0) -> list[Scenario]:
         Scenario("B", "metro", "1 KiB, 3 subscriptions", n_fan, KIB, 3, compare_to="sns-1k"),
         Scenario("sqs-64k", "sqs", "raw SQS, 64 KiB", n_large, 64 * KIB, 1, per_request=sqs_batch),
         Scenario("C", "metro", "64 KiB, 1 subscription", n_large, 64 * KIB, 1, compare_to="sqs-64k"),
+        Scenario("A-order", "metro", f"A, ordered ({ORDERING_KEYS} keys, FIFO)", n_variant, KIB, 1, compare_to="A",
+                 ordering_keys=ORDERING_KEYS),
+        Scenario("A-exact", "metro", "A, exactly-once", n_variant, KIB, 1, compare_to="A", exactly_once=True),
+        Scenario("A-push", "metro", "A, push to a local webhook", n_variant, KIB, 1, compare_to="A", push=True,
+                 consumers=1),
     ]
 
 
@@ -66,10 +95,18 @@ def _system(stack: BenchStack, sc: Scenario, st: Settings) -> System:
     subs = [f"{sc.key.lower()}-{run}-s{i}" for i in range(sc.subscriptions)]
     if sc.system == "metro":
         topic = f"{sc.key.lower()}-{run}"
-        metro.MetroClient(stack.url).create(topic, subs)
-        bodies = metro.payloads(sc.size)
-        return (subs, metro.publisher(stack.url, topic, bodies, sc.size),
-                metro.consumer(stack.url, sc.size, sc.max_messages, st.pull_wait + 60))
+        client, bodies = metro.MetroClient(stack.url), metro.payloads(sc.size)
+        publish = metro.publisher(stack.url, topic, bodies, sc.size, sc.ordering_keys)
+        if sc.push:
+            hook = stack.webhook()
+            client.create(topic, subs, extra=lambda sub: {**sc.subscription_fields(),
+                                                          "pushConfig": {"pushEndpoint": hook.url(sub)}})
+            for sub in subs:  # the push pump picks up new push subscriptions within a second
+                if not stack.wait_for_push(sub):
+                    raise RuntimeError(f"the push pump did not pick up {sub}")
+            return subs, publish, hook.consumer(sc.size)
+        client.create(topic, subs, extra=lambda sub: sc.subscription_fields())
+        return subs, publish, metro.consumer(stack.url, sc.size, sc.max_messages, st.pull_wait + 60)
     with aws.part("baseline-setup"):
         urls = {s: baselines.sqs_queue(stack, f"bench-{s}") for s in subs}
         if sc.system == "sqs":
@@ -80,32 +117,56 @@ def _system(stack: BenchStack, sc: Scenario, st: Settings) -> System:
     return subs, publish, baselines.sqs_consumer(stack, urls, sc.size, st.pull_wait)
 
 
-def warm_up(stack: BenchStack) -> None:
+def warm_up(stack: BenchStack, push: bool = False) -> None:
     """One small round trip first: lazy imports and cold caches are not part of any scenario."""
-    sc = Scenario("warm", "metro", "warm-up", 20, KIB, 1, per_request=10)
-    subs, pub, con = _system(stack, sc, Settings(1, 1, 0, 1, 60))
-    Engine(Load(sc.messages, sc.per_request, subs, 1, 1, 0, 60), pub, con).run()
+    warm = [Scenario("warm", "metro", "warm-up", 20, KIB, 1, per_request=10)]
+    if push:
+        warm.append(Scenario("warm-push", "metro", "warm-up", 20, KIB, 1, per_request=10, push=True))
+    for sc in warm:
+        subs, pub, con = _system(stack, sc, Settings(1, 1, 0, 1, 60))
+        Engine(Load(sc.messages, sc.per_request, subs, 1, 1, 0, 60), pub, con).run()
+        _retire(stack, sc, subs)
+
+
+def _retire(stack: BenchStack, sc: Scenario, subs: list[str]) -> None:
+    """Delete a push scenario's subscriptions, so their pollers stop receiving during later scenarios."""
+    if sc.system == "metro" and sc.push:
+        client = metro.MetroClient(stack.url)
+        for sub in subs:
+            client.call("DELETE", f"projects/{metro.PROJECT}/subscriptions/{sub}")
 
 
 def run(stack: BenchStack, sc: Scenario, st: Settings, on_progress: Callable[[int], None]) -> dict[str, Any]:
     """The throughput phase (counted and priced), then a paced latency probe on the same subscriptions."""
     subs, pub, con = _system(stack, sc, st)
-    load = Load(sc.messages, sc.per_request, subs, st.publishers, st.consumers, max(st.window, sc.per_request),
+    try:
+        return _measure(stack, sc, st, subs, pub, con, on_progress)
+    finally:
+        _retire(stack, sc, subs)
+
+
+def _measure(stack: BenchStack, sc: Scenario, st: Settings, subs: list[str], pub: PublishFactory,
+             con: ConsumeFactory, on_progress: Callable[[int], None]) -> dict[str, Any]:
+    consumers = sc.consumers or st.consumers
+    load = Load(sc.messages, sc.per_request, subs, st.publishers, consumers, max(st.window, sc.per_request),
                 st.timeout)
     before = (stack.counter.snapshot(), stack.stats.snapshot())
     after: list[Any] = []
     out = Engine(load, pub, con).run(
         on_progress, at_done=lambda: after.append((stack.counter.snapshot(), stack.stats.snapshot())))
     counts = subtract(after[0][0], before[0])
-    api, fan, fan_records = window(before[1], after[0][1])
+    api, events, records = window(before[1], after[0][1])
     if sc.system != "metro":
-        api, fan = {}, Invocations()
-    result = figures(sc, out, cost(counts, api, fan if fan.count else None), api, fan, fan_records)
+        api, events = {}, {}
+    if not sc.push:  # idle push pollers (of no subscription of this run) are not this scenario's cost
+        counts = {k: t for k, t in counts.items() if not k[0].startswith("push")}
+        events.pop("push", None)
+    result = figures(sc, out, cost(counts, api, events), api, events, records)
     if out.complete and st.probe_requests and (st.probe_only is None or sc.key in st.probe_only):
         # a quarter of the measured throughput, so each request finds the pipeline idle; at most ~60 s
         interval = max(0.02, sc.per_request / (st.probe_load * sc.messages / out.elapsed))
         requests = max(1, min(st.probe_requests, int(st.probe_seconds / interval)))
-        probe = Load(sc.per_request * requests, sc.per_request, subs, 1, st.consumers, 0, st.timeout,
+        probe = Load(sc.per_request * requests, sc.per_request, subs, 1, consumers, 0, st.timeout,
                      interval=interval)
         p = Engine(probe, pub, con).run()
         ms = [x * 1000 for x in p.latencies]
@@ -120,13 +181,21 @@ def _latency(ms: list[float]) -> dict[str, float]:
             "p99": round(percentile(ms, 99), 1), "max": round(max(ms, default=0.0), 1), "samples": len(ms)}
 
 
+def _billed_calls(rep: CostReport, messages: int, parts: Callable[[str], bool]) -> float:
+    calls = sum(r["calls"] for r in rep.by_operation
+                if r["operation"] != "invoke" and parts(r["part"]) and billable(r["part"], r["service"]))
+    return round(calls / messages, 3) if messages else 0.0
+
+
 def _per_1k(value: float, messages: int) -> float:
     return round(value * 1000 / messages, 3) if messages else 0.0
 
 
-def figures(sc: Scenario, out: Outcome, rep: CostReport, api: dict[str, Invocations], fan: Invocations,
-            fan_records: int) -> dict[str, Any]:
+def figures(sc: Scenario, out: Outcome, rep: CostReport, api: dict[str, Invocations],
+            events: dict[str, Invocations], records: dict[str, int]) -> dict[str, Any]:
     n = sc.messages
+    fan, fan_records = events.get("fanout", Invocations()), records.get("fanout", 0)
+    push = events.get("push", Invocations())
     lat_ms = [x * 1000 for x in out.latencies]
     per_m = 1e6 / n
     google = google_cost(out.google_publish, out.google_delivery) if sc.system == "metro" else 0.0
@@ -161,6 +230,13 @@ def figures(sc: Scenario, out: Outcome, rep: CostReport, api: dict[str, Invocati
         "fanout_invocations_per_1k": _per_1k(fan.count, n),
         "fanout_records_per_invocation": round(fan_records / fan.count, 1) if fan.count else 0.0,
         "fanout_local_ms_per_invocation": round(fan.billed_ms / fan.count, 1) if fan.count else 0.0,
+        # AWS requests (not invocations) that AWS would bill, per message: all parts, and push's own
+        "aws_requests_per_message": _billed_calls(rep, n, lambda part: True),
+        "push": {"invocations_per_1k": _per_1k(push.count, n),
+                 "messages_per_invocation": round(records.get("push", 0) / push.count, 1),
+                 "local_ms_per_invocation": round(push.billed_ms / push.count, 1),
+                 "aws_requests_per_message": _billed_calls(rep, n, lambda part: part.startswith("push"))}
+        if push.count else None,
         "requests": requests,
         "quantities_per_1k": {k: _per_1k(v, n) for k, v in rep.requests.items()},
         "cost": {

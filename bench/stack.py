@@ -3,8 +3,10 @@
 moto's server and the Chalice app listen on free ports; the trigger pump runs in a thread. Every
 AWS request is counted by :mod:`chalicelib.store.aws`'s request counter and labelled with the part
 that made it: ``api:{verb}`` (the API handler threads, by route verb), ``fanout`` (the stream
-handler, called by the pump) or ``pump`` (the pump's own stream reads and checkpoints). API handler
-and fan-out durations are measured as Lambda would bill them.
+handler, called by the pump), ``pump`` (the pump's own stream reads and checkpoints), ``push`` (the
+push handler, called by the push pump) or ``push-pump`` (the push pump's receives, which Lambda's SQS
+poller makes on AWS, and its local-only bookkeeping). API handler, fan-out and push durations are
+measured as Lambda would bill them.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.meter import meter
+from bench.metro import PROJECT
 from bench.pricing import Invocations
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,13 +39,13 @@ def verb_of(path: str) -> str:
 
 
 class HandlerStats:
-    """Lambda-like invocations of the API (by verb) and of fan-out, thread-safe."""
+    """Lambda-like invocations of the API (by verb) and of the event handlers (fanout, push), thread-safe."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.api: dict[str, Invocations] = {}
-        self.fanout = Invocations()
-        self.fanout_records = 0
+        self.events: dict[str, Invocations] = {}
+        self.records: dict[str, int] = {}
         self.api_errors = 0
 
     def record_api(self, verb: str, seconds: float, status: int) -> None:
@@ -50,27 +53,35 @@ class HandlerStats:
             self.api.setdefault(verb, Invocations()).add(seconds)
             self.api_errors += int(status >= 500)
 
-    def record_fanout(self, records: int, seconds: float) -> None:
+    def record_event(self, kind: str, records: int, seconds: float) -> None:
         with self._lock:
-            self.fanout.add(seconds)
-            self.fanout_records += records
+            self.events.setdefault(kind, Invocations()).add(seconds)
+            self.records[kind] = self.records.get(kind, 0) + records
 
-    def snapshot(self) -> tuple[dict[str, Invocations], Invocations, int]:
+    def snapshot(self) -> Snapshot:
         with self._lock:
             api = {k: Invocations(v.count, v.billed_ms) for k, v in self.api.items()}
-            return api, Invocations(self.fanout.count, self.fanout.billed_ms), self.fanout_records
+            events = {k: Invocations(v.count, v.billed_ms) for k, v in self.events.items()}
+            return api, events, dict(self.records)
 
 
-def window(before: tuple[dict[str, Invocations], Invocations, int],
-           after: tuple[dict[str, Invocations], Invocations, int]) -> tuple[dict[str, Invocations], Invocations, int]:
-    api0, fan0, rec0 = before
-    api1, fan1, rec1 = after
-    api = {}
-    for verb, inv in api1.items():
-        base = api0.get(verb, Invocations())
+# (API invocations by verb, event handler invocations by kind, records handled by kind)
+Snapshot = tuple[dict[str, Invocations], dict[str, Invocations], dict[str, int]]
+
+
+def _delta(after: dict[str, Invocations], before: dict[str, Invocations]) -> dict[str, Invocations]:
+    out = {}
+    for key, inv in after.items():
+        base = before.get(key, Invocations())
         if inv.count - base.count:
-            api[verb] = Invocations(inv.count - base.count, inv.billed_ms - base.billed_ms)
-    return api, Invocations(fan1.count - fan0.count, fan1.billed_ms - fan0.billed_ms), rec1 - rec0
+            out[key] = Invocations(inv.count - base.count, inv.billed_ms - base.billed_ms)
+    return out
+
+
+def window(before: Snapshot, after: Snapshot) -> Snapshot:
+    """What happened between two snapshots."""
+    records = {k: v - before[2].get(k, 0) for k, v in after[2].items()}
+    return _delta(after[0], before[0]), _delta(after[1], before[1]), records
 
 
 class BenchStack:
@@ -93,6 +104,7 @@ class BenchStack:
 
         from chalicelib.delivery import handlers
         from chalicelib.local.pump import StreamPump
+        from chalicelib.local.push_pump import PushPump
         from chalicelib.local.server import RequestHandler, Stack
         from chalicelib.store import aws
 
@@ -122,14 +134,21 @@ class BenchStack:
                     self._bench_t0 = None
                 super()._send_http_response(code, headers, body)
 
-        def fanout(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
-            previous = aws.set_part("fanout")
-            start = time.perf_counter()
-            try:
-                return handlers.fanout(event, context)
-            finally:
-                stats.record_fanout(len(event.get("Records", [])), time.perf_counter() - start)
-                aws.set_part(previous)
+        def counted(kind: str, handler: Any) -> Any:
+            """An event handler that labels its AWS requests ``kind`` and is timed like a Lambda invocation."""
+
+            def wrapped(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
+                previous = aws.set_part(kind)
+                start = time.perf_counter()
+                try:
+                    return dict(handler(event, context))
+                finally:
+                    stats.record_event(kind, len(event.get("Records", [])), time.perf_counter() - start)
+                    aws.set_part(previous)
+
+            return wrapped
+
+        fanout, push = counted("fanout", handlers.fanout), counted("push", handlers.push)
 
         self.stack = Stack(use_aws=False)
         httpd = self.stack.server.server
@@ -137,6 +156,10 @@ class BenchStack:
         httpd.RequestHandlerClass = functools.partial(CountingHandler, *original.args, **original.keywords)
         self.pump = StreamPump(self.stack.config, fanout, interval=self.stack.local.pump_interval)
         self.stack.pump = self.pump
+        # The push pump plays Lambda's SQS pollers: its receives are labelled "push-pump", the handler "push".
+        self.push_pump = PushPump(self.stack.config, push, refresh=self.stack.local.push_refresh, part="push-pump")
+        self.stack.push_pump = self.push_pump
+        self._webhook: Any = None
         self.url = f"http://127.0.0.1:{self.port}"
         self.config = self.stack.config
 
@@ -144,8 +167,13 @@ class BenchStack:
             aws.set_part("pump")
             self.pump.run()
 
+        def run_push_pump() -> None:
+            aws.set_part("push-pump")
+            self.push_pump.run()
+
         self._threads = [
             threading.Thread(target=run_pump, name="metro-pump", daemon=True),
+            threading.Thread(target=run_push_pump, name="metro-push-pump", daemon=True),
             threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.2}, name="metro-api",
                              daemon=True),
         ]
@@ -156,6 +184,26 @@ class BenchStack:
         """A counted boto3 client on the emulator (baselines use them, labelled by their threads)."""
         return self.aws.client(service, self.config)
 
+    def webhook(self) -> Any:
+        """The local push endpoint (bench/push.py), started on first use."""
+        if self._webhook is None:
+            from bench.push import Webhook
+
+            self._webhook = Webhook()
+        return self._webhook
+
+    def wait_for_push(self, subscription: str, timeout: float = 10.0) -> bool:
+        """Wait until the push pump delivers ``subscription`` (it lists push subscriptions every second)."""
+        path = f"projects/{PROJECT}/subscriptions/{subscription}"
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if path in self.push_pump.pollers:
+                return True
+            time.sleep(0.05)
+        return False
+
     def stop(self) -> None:
         self.aws.count_requests(None)
         self.stack.stop()
+        if self._webhook is not None:
+            self._webhook.close()

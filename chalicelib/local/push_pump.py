@@ -59,6 +59,8 @@ class Poller:
         self.thread = threading.Thread(target=self.run, name=f"metro-push-{rec.name[-40:]}", daemon=True)
 
     def run(self) -> None:
+        if self.pump.part:
+            aws.set_part(self.pump.part)
         while not self.stop.is_set() and not self.pump.stopped.is_set():
             try:
                 self.poll_once()
@@ -89,8 +91,10 @@ class Poller:
 
 
 class PushPump:
-    def __init__(self, config: Config, handler: Handler, refresh: float = 1.0, clock: Clock = time.time) -> None:
+    def __init__(self, config: Config, handler: Handler, refresh: float = 1.0, clock: Clock = time.time,
+                 part: str = "") -> None:
         self.config = config
+        self.part = part  # label of the pollers' AWS requests (the benchmark counts requests by part)
         self.handler = handler
         self.refresh = refresh
         self.clock = clock
