@@ -140,7 +140,7 @@ def test_google_client_creates_and_modifies_a_push_subscription(
     time.sleep(CACHE_WAIT)
     fourth = publisher.publish(topic, b"pushed again").result(timeout=30)
     wrapped.wait_for(2, 20)
-    assert wrapped.ids() == [second, fourth]
+    assert list(dict.fromkeys(wrapped.ids())) == [second, fourth]  # at-least-once: a duplicate is allowed
 
 
 def test_discovery_client_creates_and_modifies_a_push_subscription(
