@@ -174,7 +174,8 @@ def test_exactly_once_stale_ack_fails_per_id(publisher: Any, subscriber: Any, un
     subscriber.acknowledge(subscription=sub, ack_ids=[first.ack_id])
     with pytest.raises(gexc.BadRequest) as err:  # already acked: this id fails, the other succeeds
         subscriber.acknowledge(subscription=sub, ack_ids=[first.ack_id, second.ack_id])
-    assert "EXACTLY_ONCE_ACKID_FAILURE" in str(err.value.details) or err.value.details
+    assert err.value.reason == "EXACTLY_ONCE_ACKID_FAILURE"
+    assert err.value.metadata == {first.ack_id: "PERMANENT_FAILURE_INVALID_ACK_ID"}
     with pytest.raises(gexc.BadRequest):
         subscriber.acknowledge(subscription=sub, ack_ids=[second.ack_id])
     assert _pull(subscriber, sub, wait=False) == []
