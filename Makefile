@@ -49,6 +49,23 @@ bench: install
 bench-quick: install
 	$(BIN)/python -m bench.run --quick
 
+# The Spark jobs (spark_emr/) with spark-submit --master local[2] against the stack of `make run`
+# (its AWS emulator on 127.0.0.1:4566, or AWS_ENDPOINT_URL). ARGS go to the job, e.g.
+#   make compact ARGS="--min-age-seconds 0"      make retention ARGS="--retention-seconds 86400 --dry-run"
+#   make replay SUBSCRIPTION=projects/p/subscriptions/s START=2026-11-22T00:00:00Z END=2026-11-22T06:00:00Z
+ARGS ?=
+compact retention metrics: install
+	$(BIN)/python -m spark_emr.submit $@ $(ARGS)
+
+replay: install
+	@test -n "$(SUBSCRIPTION)" -a -n "$(START)" -a -n "$(END)" || \
+	  { echo "usage: make replay SUBSCRIPTION=projects/p/subscriptions/s START=<RFC 3339> END=<RFC 3339> [ARGS=...]"; exit 2; }
+	$(BIN)/python -m spark_emr.submit replay --subscription $(SUBSCRIPTION) --start $(START) --end $(END) $(ARGS)
+
+# Compaction throughput on local[2] for 100,000 messages of 1 KiB (its own moto server; no stack needed).
+bench-spark: install
+	$(BIN)/python -m spark_emr.bench $(ARGS)
+
 deploy: install
 	./infra/deploy.sh
 

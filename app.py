@@ -31,6 +31,11 @@ def index() -> Response:
     return routes.root()
 
 
+@app.route("/v1/projects/{project}", methods=_ALL, content_types=CONTENT_TYPES)
+def project(project: str) -> Response:
+    return routes.project(_request(), project)
+
+
 @app.route("/v1/projects/{project}/topics", methods=_ALL, content_types=CONTENT_TYPES)
 def list_topics(project: str) -> Response:
     return routes.list_resources(_request(), project, "topics")

@@ -12,6 +12,7 @@ import itertools
 import os
 import sys
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -177,6 +178,11 @@ def group_size(total: int, parallelism: int, lo: int = 8, hi: int = 256) -> int:
     return max(lo, min(hi, want))
 
 
+def progress(job: str, message: str) -> None:
+    """One progress line on stderr (stdout carries the job's JSON report)."""
+    print(f"{time.strftime('%H:%M:%S')} {job}: {message}", file=sys.stderr, flush=True)
+
+
 # --- Spark session ----------------------------------------------------------------------------
 
 
@@ -205,7 +211,8 @@ def get_spark(app_name: str, master: str | None = None, extra: dict[str, str] | 
         "spark.ui.enabled": os.environ.get("METRO_SPARK_UI", "false"),
         "spark.sql.shuffle.partitions": os.environ.get("METRO_SHUFFLE_PARTITIONS", "8"),
         "spark.python.worker.reuse": "true",
-        "spark.ui.showConsoleProgress": "false",
+        # Spark's stage progress bar on stderr (`make compact` and friends turn it on)
+        "spark.ui.showConsoleProgress": os.environ.get("METRO_SPARK_PROGRESS", "false"),
     }
     pythonpath = os.pathsep.join(p for p in (str(PROJECT_ROOT), os.environ.get("PYTHONPATH", "")) if p)
     conf["spark.executorEnv.PYTHONPATH"] = pythonpath

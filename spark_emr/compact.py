@@ -85,6 +85,8 @@ def compact(
     plans = planning.plan_compaction(hours, manifests, now_ms, min_age_seconds * 1000)
     work = [p for p in plans if p.work]
     t_plan = time.monotonic()
+    common.progress("compact", f"planned {len(work)} topic hours, {sum(len(p.new_raw) for p in work):,} new raw "
+                               f"objects, {sum(len(p.covered_raw) for p in plans):,} already covered")
 
     report: dict[str, Any] = {
         "job": "compact",
@@ -138,6 +140,9 @@ def compact(
     report["messages"] = sum(f.rows for fs in infos.values() for f in fs)
     report["parquet_files_out"] = sum(len(fs) for fs in infos.values())
     report["parquet_bytes_out"] = sum(f.size for fs in infos.values() for f in fs)
+    if work:
+        common.progress("compact", f"wrote {report['parquet_files_out']} parquet files ({report['messages']:,} "
+                                   "messages); committing manifests")
     if stop_after == "write":
         report["stopped_after"] = "write"
         return report
@@ -160,6 +165,8 @@ def compact(
     common.threaded_map(put_manifest, list(committed.values()), threads)
     report["manifests_out"] = len(committed)
     t_commit = time.monotonic()
+    if committed:
+        common.progress("compact", f"committed {len(committed)} manifests; deleting covered raw objects")
     if stop_after == "commit":
         report["stopped_after"] = "commit"
         return report
@@ -181,6 +188,8 @@ def compact(
     )
     report["stale_archive_objects_deleted"] = common.delete_keys(s3c, bucket, stale_delete)
     t_end = time.monotonic()
+    common.progress("compact", f"done: deleted {report['raw_objects_deleted']:,} raw objects, "
+                               f"{report['stale_archive_objects_deleted']} superseded archive objects")
     report["seconds"] = {
         "plan": round(t_plan - t0, 3),
         "spark": round(t_write - t_plan, 3),

@@ -73,6 +73,7 @@ def metrics(
         if h.raw or h.has_manifest
     ]
     daily: list[dict[str, Any]] = []
+    common.progress("metrics", f"counting {len(units)} topic hours")
     if units:
         sc = spark.sparkContext
         slices = min(len(units), max(1, sc.defaultParallelism) * 3)

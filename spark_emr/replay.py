@@ -150,6 +150,7 @@ def replay(
     table_keys = raw_keys_from_table(messages_table, topic, start, end, cfg) if messages_table else None
     raw, parts = plan_sources(s3c, bucket, topic, start, end, threads, table_keys)
     counts: Mapping[str, int] = dict.fromkeys(COUNTS, 0)
+    common.progress("replay", f"{len(raw):,} raw objects and {len(parts)} archive files in range")
     if raw or parts:
         sc = spark.sparkContext
         par = max(1, sc.defaultParallelism)

@@ -92,6 +92,7 @@ def retention(
         (h.topic, layout.hour_ms(h.hour), sorted(h.raw.items()), sorted(h.archive.items())) for h in expired
     ]
     rows: list[dict[str, Any]] = []
+    common.progress("retention", f"{len(units)} expired topic hours{' (dry run)' if dry_run else ''}")
     if units:
         sc = spark.sparkContext
         slices = min(len(units), max(1, sc.defaultParallelism) * 3)

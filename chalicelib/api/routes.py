@@ -13,6 +13,7 @@ from chalicelib.core import names
 from chalicelib.core.names import Name
 from chalicelib.runtime import services
 from chalicelib.service import push_config  # push delivery (issue 4)
+from chalicelib.service.usage import UsageService  # usage metrics (issue 6)
 
 Handler = Callable[[Name, Any, dict[str, str]], dict[str, Any]]
 
@@ -48,6 +49,7 @@ def topic(request: Request, project: str, segment: str) -> Response:
         ("PATCH", ""): lambda: lambda n, b, p: s().admin.patch_topic(n, b),
         ("DELETE", ""): lambda: lambda n, b, p: s().admin.delete_topic(n),
         ("POST", "publish"): lambda: lambda n, b, p: s().publish.publish(n, b),
+        ("GET", "metrics"): lambda: lambda n, b, p: UsageService(s().ctx).topic_metrics(n),
     }
     return _dispatch(request, table, project, "topics", segment)
 
@@ -71,6 +73,7 @@ def subscription(request: Request, project: str, segment: str) -> Response:
         ("POST", "modifyAckDeadline"): lambda: lambda n, b, p: s().pull.modify_ack_deadline(n, b),
         ("POST", "modifyPushConfig"): lambda: lambda n, b, p: push_config.modify_push_config(s().admin, n, b),
         ("POST", "detach"): lambda: lambda n, b, p: s().admin.detach_subscription(n),
+        ("GET", "metrics"): lambda: lambda n, b, p: UsageService(s().ctx).subscription_metrics(n),
     }
     return _dispatch(request, table, project, "subscriptions", segment)
 
@@ -83,6 +86,19 @@ def list_resources(request: Request, project: str, collection: str) -> Response:
         admin = services().admin
         listing = admin.list_topics if collection == "topics" else admin.list_subscriptions
         return json_response(listing(unquote_project(project), params), params)
+
+    return guarded(run)
+
+
+def project(request: Request, segment: str) -> Response:
+    """``GET /v1/projects/{p}:metrics`` (the only verb on a project)."""
+
+    def run() -> Response:
+        project_id, verb = split_segment(segment)
+        if (request.method, verb) != ("GET", "metrics"):
+            return not_found(request.method, request.context.get("path", ""))
+        params = _params(request)
+        return json_response(UsageService(services().ctx).project_metrics(project_id), params)
 
     return guarded(run)
 

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import io
 import random
+from collections import Counter
 from datetime import datetime, timezone
 from typing import Any
 
+import pyarrow.parquet as pq
+
+from chalicelib.core import archive as layout
 from chalicelib.core import payload
 
 
@@ -43,4 +48,41 @@ def list_keys(s3: Any, bucket: str, prefix: str = "") -> list[str]:
     out: list[str] = []
     for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
         out.extend(o["Key"] for o in page.get("Contents", []))
+    return out
+
+
+def archive_view(s3: Any, bucket: str, topic: str) -> tuple[Counter[str], dict[str, bytes]]:
+    """What a reader that trusts manifests sees: each committed hour's files, plus raw objects no
+    manifest covers. Returns (occurrences per id, bodies)."""
+    seen: Counter[str] = Counter()
+    bodies: dict[str, bytes] = {}
+    keys = list_keys(s3, bucket)
+    covered: set[str] = set()
+    for key in keys:
+        if key.endswith(layout.MANIFEST_NAME) and layout.parse_archive_key(key).topic == topic:
+            m = layout.parse_manifest(s3.get_object(Bucket=bucket, Key=key)["Body"].read())
+            covered.update(m.raw_keys)
+            for f in m.files:
+                table = pq.read_table(io.BytesIO(s3.get_object(Bucket=bucket, Key=f.key)["Body"].read()))
+                assert table.num_rows == f.rows
+                ids = table.column("message_id").to_pylist()
+                pts = table.column("publish_time").to_pylist()
+                assert list(zip(pts, ids)) == sorted(zip(pts, ids)), "rows sorted by publish time, id"
+                for mid, data in zip(ids, table.column("data").to_pylist()):
+                    seen[mid] += 1
+                    bodies[mid] = data
+    for key in keys:
+        if key.startswith(layout.raw_topic_prefix(topic)) and key not in covered:
+            _, msgs = payload.decode(s3.get_object(Bucket=bucket, Key=key)["Body"].read())
+            for m in msgs:
+                seen[m.message_id] += 1
+                bodies[m.message_id] = m.data
+    return seen, bodies
+
+
+def snapshot(s3: Any, bucket: str) -> dict[str, str]:
+    out = {}
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket):
+        for o in page.get("Contents", []):
+            out[o["Key"]] = o["ETag"]
     return out

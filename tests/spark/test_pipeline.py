@@ -6,7 +6,6 @@ import io
 import json
 import random
 import time
-from collections import Counter
 from datetime import datetime, timezone
 from typing import Any
 
@@ -14,10 +13,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from chalicelib.core import archive as layout
-from chalicelib.core import envelope, payload
+from chalicelib.core import envelope
 from chalicelib.store import archive as store
 from spark_emr import compact, metrics, replay, retention
-from tests.spark.helpers import list_keys, publish
+from tests.spark.helpers import archive_view, list_keys, publish, snapshot
 
 pytestmark = pytest.mark.spark
 
@@ -29,43 +28,6 @@ HOUR_MS = 3_600_000
 def base_ms(hours_ago: int = 6) -> int:
     now = int(time.time() * 1000)
     return now - now % HOUR_MS - hours_ago * HOUR_MS
-
-
-def archive_view(s3: Any, bucket: str, topic: str) -> tuple[Counter[str], dict[str, bytes]]:
-    """What a reader that trusts manifests sees: each committed hour's files, plus raw objects no
-    manifest covers. Returns (occurrences per id, bodies)."""
-    seen: Counter[str] = Counter()
-    bodies: dict[str, bytes] = {}
-    keys = list_keys(s3, bucket)
-    covered: set[str] = set()
-    for key in keys:
-        if key.endswith(layout.MANIFEST_NAME) and layout.parse_archive_key(key).topic == topic:
-            m = layout.parse_manifest(s3.get_object(Bucket=bucket, Key=key)["Body"].read())
-            covered.update(m.raw_keys)
-            for f in m.files:
-                table = pq.read_table(io.BytesIO(s3.get_object(Bucket=bucket, Key=f.key)["Body"].read()))
-                assert table.num_rows == f.rows
-                ids = table.column("message_id").to_pylist()
-                pts = table.column("publish_time").to_pylist()
-                assert list(zip(pts, ids)) == sorted(zip(pts, ids)), "rows sorted by publish time, id"
-                for mid, data in zip(ids, table.column("data").to_pylist()):
-                    seen[mid] += 1
-                    bodies[mid] = data
-    for key in keys:
-        if key.startswith(layout.raw_topic_prefix(topic)) and key not in covered:
-            _, msgs = payload.decode(s3.get_object(Bucket=bucket, Key=key)["Body"].read())
-            for m in msgs:
-                seen[m.message_id] += 1
-                bodies[m.message_id] = m.data
-    return seen, bodies
-
-
-def snapshot(s3: Any, bucket: str) -> dict[str, str]:
-    out = {}
-    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket):
-        for o in page.get("Contents", []):
-            out[o["Key"]] = o["ETag"]
-    return out
 
 
 def test_compaction_archives_every_message_exactly_once(spark: Any, s3: Any, bucket: str) -> None:

@@ -229,18 +229,21 @@ def test_argo_style_summary() -> None:
         {"project": "p", "topic": "projects/p/topics/t", "day": date(2026, 11, 22), "messages": 4, "bytes": 40},
         {"project": "p", "topic": "projects/p/topics/u", "day": date(2026, 11, 22), "messages": 1, "bytes": 5},
     ]
-    s = reports.summary("p", rows)
+    s = reports.summary("p", rows, datetime(2026, 11, 23, 2, 15, tzinfo=timezone.utc))
+    assert s["generated"] == "2026-11-23T02:15:00Z" and s["project"] == "p"
     first = s["metrics"][0]
     assert first["metric"] == "topic.number_of_messages" and first["resource_type"] == "topic"
     assert first["resource_name"] == "t" and first["metric_type"] == "counter" and first["value_type"] == "int64"
-    assert first["timeseries"] == [
+    assert first["timeseries"] == [{"timestamp": "2026-11-23T02:15:00Z", "value": 7}]
+    by = {(m["metric"], m["resource_name"]): m["timeseries"] for m in s["metrics"]}
+    assert by[("topic.number_of_daily_messages", "t")] == [
         {"timestamp": "2026-11-21T00:00:00Z", "value": 3},
         {"timestamp": "2026-11-22T00:00:00Z", "value": 4},
     ]
-    names = [(m["metric"], m["resource_name"]) for m in s["metrics"]]
-    assert ("topic.number_of_bytes", "u") in names and ("project.number_of_messages", "p") in names
-    project_msgs = next(m for m in s["metrics"] if m["metric"] == "project.number_of_messages")
-    assert [p["value"] for p in project_msgs["timeseries"]] == [3, 5]
+    assert by[("topic.number_of_bytes", "u")] == [{"timestamp": "2026-11-23T02:15:00Z", "value": 5}]
+    assert [p["value"] for p in by[("project.number_of_messages", "p")]] == [8]
+    assert [p["value"] for p in by[("project.number_of_bytes", "p")]] == [75]
+    assert [p["value"] for p in by[("project.number_of_daily_messages", "p")]] == [3, 5]
     table = reports.daily_table(rows)
     assert table.num_rows == 3 and table.schema == reports.DAILY_SCHEMA
     assert reports.daily_key("p", date(2026, 1, 2)) == "metrics/daily/p/2026/01/02.parquet"

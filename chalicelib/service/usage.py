@@ -1,0 +1,40 @@
+"""Usage metrics of projects, topics and subscriptions (AMS's ``:metrics`` calls).
+
+Stored figures (messages and bytes per topic and day) come from the summary the metrics job writes
+(``spark_emr/metrics.py``); counts of subscriptions and a subscription's backlog are read now. A
+missing summary yields zeros; an unknown topic or subscription is NOT_FOUND.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from chalicelib.core import names, usage
+from chalicelib.core.names import Name
+from chalicelib.service.context import Context
+from chalicelib.store.usage import UsageStore
+
+
+class UsageService:
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.store = UsageStore(ctx.config)
+
+    def _now(self) -> str:
+        return usage.now_timestamp(self.ctx.clock())
+
+    def topic_metrics(self, name: Name) -> dict[str, Any]:
+        self.ctx.resources.require_topic(name)
+        subs, _ = self.ctx.resources.topic_subscriptions(name.path)
+        return usage.topic_metrics(self.store.summary(name.project), name.id, len(subs), self._now())
+
+    def subscription_metrics(self, name: Name) -> dict[str, Any]:
+        rec = self.ctx.resources.require_subscription(name)
+        backlog = self.store.undelivered(rec.queue_url) if rec.queue_url else 0
+        return usage.subscription_metrics(self.store.summary(name.project), name.id, backlog, self._now())
+
+    def project_metrics(self, project: str) -> dict[str, Any]:
+        names.check_project(project)
+        topics, _ = self.ctx.resources.list_topics(project, 0, "")
+        subs, _ = self.ctx.resources.list_subscriptions(project, 0, "")
+        return usage.project_metrics(self.store.summary(project), project, len(topics), len(subs), self._now())
