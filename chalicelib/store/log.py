@@ -9,6 +9,7 @@ from botocore.exceptions import ClientError
 
 from chalicelib.config import Config
 from chalicelib.core import archive as layout
+from chalicelib.core.errors import Unavailable
 from chalicelib.store import archive, aws
 from chalicelib.store.errors import aws_errors
 
@@ -106,6 +107,9 @@ class MessageLog:
             topic = layout.parse_raw_key(key).topic
         except ValueError:
             return {}
-        with aws_errors("S3 GetObject (archive)"):
-            found = archive.read_archived_bodies(self._s3, self._bucket, topic, message_ids)
+        try:
+            with aws_errors("S3 GetObject (archive)"):
+                found = archive.read_archived_bodies(self._s3, self._bucket, topic, message_ids)
+        except ImportError as exc:  # pyarrow missing from this deployment
+            raise Unavailable(f"The archive of {topic} cannot be read here ({exc.name} is not installed).") from exc
         return {mid: body[0] for mid, body in found.items()}
