@@ -21,6 +21,7 @@ from chalicelib.store import aws
 log = logging.getLogger("metro.pump")
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 DISCOVER_SECONDS = 1.0
+IDLE_MAX_SECONDS = 0.25  # publish fans out directly; the stream only carries the rare fallback
 
 
 class StreamPump:
@@ -104,10 +105,16 @@ class StreamPump:
 
     # -- loop -------------------------------------------------------------------------------
     def run(self) -> None:
+        """Poll; after an empty pass wait, twice as long each time up to IDLE_MAX_SECONDS (an idle stack costs
+        little CPU), and go back to the short interval as soon as a pass finds records."""
+        wait = self._interval
         while not self._stop.is_set():
             try:
-                if not self.poll_once():
-                    self._stop.wait(self._interval)
+                if self.poll_once():
+                    wait = self._interval
+                else:
+                    self._stop.wait(wait)
+                    wait = min(wait * 2, max(self._interval, IDLE_MAX_SECONDS))
             except Exception:
                 log.exception("pump iteration failed; retrying")
                 self._stop.wait(1.0)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from chalicelib.core import ids, limits, payload
@@ -28,7 +27,6 @@ from chalicelib.service.enqueue import enqueue
 from chalicelib.store.log import LogEntry
 
 log = logging.getLogger(__name__)
-_POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="metro-publish")
 
 
 class PublishService:
@@ -71,12 +69,12 @@ class PublishService:
 
     def _store_and_fan_out(self, entry: LogEntry, blob: bytes, body_start: int,
                            stored: list[payload.StoredMessage]) -> None:
-        subs = _POOL.submit(self.ctx.resources.topic_subscriptions, entry.topic)
+        subs = self.ctx.resources.start_topic_subscriptions(entry.topic)
         self.ctx.log.put_object(entry, blob)
         fanned = False
         try:
             header = payload.decode_header(blob[:body_start])
-            _, failed = enqueue(self.ctx, entry, header, stored, subs.result()[0])
+            _, failed = enqueue(self.ctx, entry, header, stored, subs.result())
             fanned = not failed
             if failed:
                 log.warning("publish %s: enqueue failed for %s; the stream fans it out", entry.request_id, failed)

@@ -123,6 +123,17 @@ def part(label: str) -> Iterator[None]:
         set_part(previous)
 
 
+def in_callers_part(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Wrap ``fn`` to run, on whichever thread, under the calling thread's part label (for thread pools)."""
+    label = current_part()
+
+    def run(*args: Any, **kwargs: Any) -> Any:
+        with part(label):
+            return fn(*args, **kwargs)
+
+    return run
+
+
 def _names(event_name: str) -> tuple[str, str]:
     _, service, operation = event_name.split(".", 2)
     return service, operation

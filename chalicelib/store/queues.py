@@ -117,7 +117,7 @@ class QueueStore:
                     return bad
             return []
 
-        results = [run(t) for t in tasks] if len(tasks) <= 1 else list(_SEND_POOL.map(run, tasks))
+        results = [run(t) for t in tasks] if len(tasks) <= 1 else list(_SEND_POOL.map(aws.in_callers_part(run), tasks))
         failed: list[list[int]] = [[] for _ in jobs]
         for (j, _), bad in zip(tasks, results):
             failed[j].extend(bad)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import json
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -29,6 +30,7 @@ from chalicelib.store import aws
 from chalicelib.store.errors import aws_errors, code_of
 
 Page = tuple[list[Any], str]
+_POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="metro-resources")
 
 
 def _topic_key(name: Name) -> dict[str, Any]:
@@ -265,6 +267,10 @@ class ResourceStore:
         """The live subscriptions of a topic, read consistently from the topic index."""
         items, nxt = self._query(f"topic#{topic}", "sub#", page_size, token)
         return [_sub_record(i) for i in items], nxt
+
+    def start_topic_subscriptions(self, topic: str) -> Future[list[SubscriptionRecord]]:
+        """:meth:`topic_subscriptions` on a background thread, so a caller can overlap it with other calls."""
+        return _POOL.submit(aws.in_callers_part(lambda: self.topic_subscriptions(topic)[0]))
 
     def _query(self, pk: str, prefix: str, page_size: int, token: str) -> tuple[list[dict[str, Any]], str]:
         args: dict[str, Any] = {
