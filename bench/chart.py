@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -14,13 +15,13 @@ def draw(doc: dict[str, Any], path: Path) -> None:
 
     results = doc["results"]
     metro_keys = [k for k, r in results.items() if r["system"] == "metro"]
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.8))
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 5.4))
 
     labels, metro_tp, base_tp = [], [], []
     for k in metro_keys:
         r = results[k]
         base = results.get(r.get("compare_to", ""), {})
-        labels.append(f"{k}\n{r['title']}")
+        labels.append("\n".join(textwrap.wrap(f"{k}: {r['title']}", 16)))
         metro_tp.append(r["throughput_msgs_s"])
         base_tp.append(base.get("throughput_msgs_s", 0.0))
     x = range(len(labels))

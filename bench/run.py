@@ -76,7 +76,7 @@ def main(
     timeout: float = typer.Option(0, help="Seconds a scenario may take (default 40 quick, 900 full)."),
     scale: float = typer.Option(1.0, help="Multiply every scenario's message count (experiments)."),
     probe: int = typer.Option(-1, help="Publish requests of the paced latency probe (default 2 quick, 20 full)."),
-    moto_speedup: bool = typer.Option(True, help="Patch moto's SQS clock in this process (see bench/emulator.py)."),
+    moto_speedup: bool = typer.Option(True, help="Patch moto's SQS clock (chalicelib/local/moto_speedups.py)."),
     patch: str = typer.Option("", help="Comma-separated proposals to try in-process (see bench/experiments.py)."),
     check: bool = typer.Option(False, "--check", help="Exit 1 when a target is missed."),
     detail: bool = typer.Option(True, help="Print the per-operation request tables."),

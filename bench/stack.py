@@ -89,7 +89,7 @@ class BenchStack:
 
     def __init__(self, pull_wait_seconds: float = 2.0, moto_speedup: bool = True) -> None:
         if moto_speedup:
-            from bench.emulator import speed_up_moto
+            from chalicelib.local.moto_speedups import speed_up_moto
 
             speed_up_moto()
         self.moto_speedup = moto_speedup

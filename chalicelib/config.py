@@ -63,6 +63,8 @@ class LocalConfig:
     pump_interval: float = field(default_factory=lambda: float(_env("METRO_PUMP_INTERVAL", "0.02")))
     # push delivery (issue 4): how often the push pump re-reads the list of push subscriptions.
     push_refresh: float = field(default_factory=lambda: float(_env("METRO_PUSH_REFRESH_SECONDS", "1.0")))
+    # Patch the in-process moto server's SQS clock (chalicelib/local/moto_speedups.py): same behaviour, faster.
+    moto_speedup: bool = field(default_factory=lambda: _env("METRO_MOTO_SPEEDUP", "1") not in ("0", "false"))
     maintenance_interval: float = field(default_factory=lambda: float(_env("METRO_MAINTENANCE_INTERVAL", "60")))
 
 

@@ -28,6 +28,7 @@ from rich.console import Console  # noqa: E402
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn  # noqa: E402
 from rich.table import Table  # noqa: E402
 
+from chalicelib.local.moto_speedups import speed_up_moto  # noqa: E402
 from spark_emr import common  # noqa: E402
 
 app = typer.Typer(add_completion=False, help=__doc__)
@@ -39,27 +40,6 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def speed_up_moto() -> None:
-    """moto's server rescans its package directory on every request (``host in list_of_moto_modules()``,
-    ~1.5 ms of CPU a request) and logs every request; the list never changes, so compute it once, and
-    log errors only. Only the fake endpoint of the benchmark and tests gets faster; the jobs do not
-    depend on it."""
-    import logging
-
-    from moto import backends
-
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no access log line per request
-    if getattr(backends.list_of_moto_modules, "_metro_cached", False):
-        return
-    modules = tuple(backends.list_of_moto_modules())
-
-    def cached() -> tuple[str, ...]:
-        return modules
-
-    cached._metro_cached = True  # type: ignore[attr-defined]
-    backends.list_of_moto_modules = cached
 
 
 def start_moto() -> tuple[Any, str]:

@@ -15,27 +15,18 @@ URL and filter, read from the resources table. Anything else is passed to the jo
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
-from urllib.parse import urlparse
 
 if __package__ in (None, ""):  # run as a script: make the project root importable
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from chalicelib.local.probe import listening  # noqa: E402
+
 JOBS = ("compact", "retention", "metrics", "replay")
 ROOT = Path(__file__).resolve().parent.parent
 FAKE_AWS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}
-
-
-def listening(url: str) -> bool:
-    parsed = urlparse(url)
-    try:
-        with socket.create_connection((parsed.hostname or "127.0.0.1", parsed.port or 80), timeout=1):
-            return True
-    except OSError:
-        return False
 
 
 def endpoint() -> str:

@@ -5,10 +5,8 @@ from __future__ import annotations
 import json
 import logging
 import os
-import socket
 import threading
 from typing import Any
-from urllib.parse import urlparse
 
 from chalice.config import Config as ChaliceConfig
 from chalice.local import (
@@ -24,6 +22,8 @@ from chalicelib import config as metro_config
 from chalicelib.core.errors import NotFound
 from chalicelib.delivery import handlers
 from chalicelib.local.bootstrap import bootstrap
+from chalicelib.local.moto_speedups import speed_up_moto
+from chalicelib.local.probe import listening as _listening
 from chalicelib.local.pump import StreamPump
 from chalicelib.local.push_pump import PushPump  # push delivery (issue 4)
 from chalicelib.local.schedule import Schedule
@@ -46,19 +46,12 @@ class RequestHandler(ChaliceRequestHandler):
         log.debug("%s - %s", self.address_string(), format % args)
 
 
-def _listening(url: str) -> bool:
-    parsed = urlparse(url)
-    try:
-        with socket.create_connection((parsed.hostname or "127.0.0.1", parsed.port or 80), timeout=0.5):
-            return True
-    except OSError:
-        return False
-
-
 def start_emulator(host: str, port: int) -> Any:
     """Start moto's server in this process, speaking the real AWS wire protocols."""
     from moto.server import ThreadedMotoServer
 
+    if metro_config.LocalConfig().moto_speedup:
+        speed_up_moto()
     server = ThreadedMotoServer(ip_address=host, port=port, verbose=False)
     server.start()
     return server

@@ -15,8 +15,9 @@ from __future__ import annotations
 import base64
 import json
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from typing import Any, TypeVar
 
 from botocore.exceptions import ClientError
 
@@ -30,6 +31,7 @@ from chalicelib.store import aws
 from chalicelib.store.errors import aws_errors, code_of
 
 Page = tuple[list[Any], str]
+R = TypeVar("R")
 _POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="metro-resources")
 
 
@@ -82,6 +84,15 @@ def _topic_record(item: dict[str, Any]) -> TopicRecord:
     return TopicRecord(Topic.model_validate_json(item["doc"]["S"]), float(item["created"]["N"]))
 
 
+def _through(cache: TtlCache[str, R], name: Name, load: Callable[[Name], R]) -> R:
+    now = time.monotonic()
+    rec = cache.get(name.path, now)
+    if rec is None:
+        rec = load(name)
+        cache.put(name.path, rec, now)
+    return rec
+
+
 class ResourceStore:
     """Resource records; ``cached_*`` serve the data path from a short per-process cache (DESIGN.md section 4),
     which this process's own writes invalidate at once."""
@@ -94,20 +105,10 @@ class ResourceStore:
 
     def cached_topic(self, name: Name) -> TopicRecord:
         """The topic, from the cache when fresh (NotFound is never cached)."""
-        now = time.monotonic()
-        rec = self._topics.get(name.path, now)
-        if rec is None:
-            rec = self.require_topic(name)
-            self._topics.put(name.path, rec, now)
-        return rec
+        return _through(self._topics, name, self.require_topic)
 
     def cached_subscription(self, name: Name) -> SubscriptionRecord:
-        now = time.monotonic()
-        rec = self._subs.get(name.path, now)
-        if rec is None:
-            rec = self.require_subscription(name)
-            self._subs.put(name.path, rec, now)
-        return rec
+        return _through(self._subs, name, self.require_subscription)
 
     # -- topics ---------------------------------------------------------------------------
     def create_topic(self, name: Name, topic: Topic, now: float) -> TopicRecord:

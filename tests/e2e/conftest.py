@@ -16,6 +16,15 @@ from tests.stack import RunningStack, start_stack
 _counter = itertools.count()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _no_emulator_env() -> Iterator[None]:
+    """PUBSUB_EMULATOR_HOST would make google-cloud-pubsub ignore client_options (and use gRPC)."""
+    mp = pytest.MonkeyPatch()
+    mp.delenv("PUBSUB_EMULATOR_HOST", raising=False)
+    yield
+    mp.undo()
+
+
 @pytest.fixture(scope="session")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningStack]:
     running = start_stack(tmp_path_factory.mktemp("stack") / "metro.log")

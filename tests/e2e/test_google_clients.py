@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import google.auth.credentials
@@ -35,15 +34,6 @@ DELETED_TOPIC = "_deleted-topic_"
 
 
 # -- fixtures and helpers ---------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _no_emulator_env() -> Iterator[None]:
-    """PUBSUB_EMULATOR_HOST would make google-cloud-pubsub ignore client_options (and use gRPC)."""
-    mp = pytest.MonkeyPatch()
-    mp.delenv("PUBSUB_EMULATOR_HOST", raising=False)
-    yield
-    mp.undo()
 
 
 def _options(stack: RunningStack) -> dict[str, Any]:

@@ -31,15 +31,6 @@ EMAIL = "pusher@metro.example"
 CACHE_WAIT = 2.5  # > the push handler's 2 s subscription cache (chalicelib/delivery/push.py CACHE_TTL)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _no_emulator_env() -> Iterator[None]:
-    """PUBSUB_EMULATOR_HOST would make google-cloud-pubsub ignore client_options (and use gRPC)."""
-    mp = pytest.MonkeyPatch()
-    mp.delenv("PUBSUB_EMULATOR_HOST", raising=False)
-    yield
-    mp.undo()
-
-
 @pytest.fixture(scope="module")
 def clients(stack: RunningStack) -> tuple[pubsub_v1.PublisherClient, pubsub_v1.SubscriberClient]:
     options = {"api_endpoint": stack.url}

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from chalicelib.delivery.push import http_post
+from chalicelib.delivery.push_request import http_post
 from tests.stack import free_port
 
 DROP = -1

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from moto import mock_aws
@@ -50,3 +51,16 @@ def services(clock: FakeClock) -> Iterator[Services]:
             os.environ.pop(k, None)
         else:
             os.environ[k] = v
+
+
+def stream_event(services: Services) -> dict[str, Any]:
+    """Read every record of the messages table's stream, shaped as Lambda delivers them."""
+    cfg = services.ctx.config
+    streams = aws.client("dynamodbstreams", cfg)
+    arn = aws.client("dynamodb", cfg).describe_table(TableName=cfg.messages_table)["Table"]["LatestStreamArn"]
+    records: list[dict[str, Any]] = []
+    for shard in streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"]:
+        it = streams.get_shard_iterator(StreamArn=arn, ShardId=shard["ShardId"],
+                                        ShardIteratorType="TRIM_HORIZON")["ShardIterator"]
+        records += streams.get_records(ShardIterator=it, Limit=1000)["Records"]
+    return {"Records": [{**r, "eventSourceARN": arn} for r in records]}

@@ -12,8 +12,8 @@ from chalicelib.delivery.fanout import FanOut
 from chalicelib.runtime import Services
 from chalicelib.service.context import Context
 from chalicelib.store.log import LogEntry
-from tests.functional.conftest import FakeClock
-from tests.functional.test_message_path import pull, stream_event, sub, topic
+from tests.functional.conftest import FakeClock, stream_event
+from tests.functional.test_message_path import pull, sub, topic
 
 
 @pytest.fixture

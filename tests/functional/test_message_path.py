@@ -11,8 +11,7 @@ from chalicelib.core import names
 from chalicelib.core.errors import FailedPrecondition, InvalidArgument, NotFound
 from chalicelib.delivery.fanout import FanOut
 from chalicelib.runtime import Services
-from chalicelib.store import aws
-from tests.functional.conftest import FakeClock
+from tests.functional.conftest import FakeClock, stream_event
 
 P = "func-project"
 
@@ -23,19 +22,6 @@ def topic(i: str = "topic-a") -> names.Name:
 
 def sub(i: str = "sub-a") -> names.Name:
     return names.make(P, "subscriptions", i)
-
-
-def stream_event(services: Services) -> dict[str, Any]:
-    """Read every record of the messages table's stream, shaped as Lambda delivers them."""
-    cfg = services.ctx.config
-    streams = aws.client("dynamodbstreams", cfg)
-    arn = aws.client("dynamodb", cfg).describe_table(TableName=cfg.messages_table)["Table"]["LatestStreamArn"]
-    records = []
-    for shard in streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"]:
-        it = streams.get_shard_iterator(StreamArn=arn, ShardId=shard["ShardId"],
-                                        ShardIteratorType="TRIM_HORIZON")["ShardIterator"]
-        records += streams.get_records(ShardIterator=it, Limit=1000)["Records"]
-    return {"Records": [{**r, "eventSourceARN": arn} for r in records]}
 
 
 def publish(services: Services, *datas: bytes, attrs: dict[str, str] | None = None) -> list[str]:

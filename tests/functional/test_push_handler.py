@@ -19,7 +19,7 @@ from chalicelib.runtime import Services
 from chalicelib.service.push_config import token_signer
 from chalicelib.store import aws
 from chalicelib.store.throttle import PushStore, queue_arn
-from tests.functional.conftest import FakeClock
+from tests.functional.conftest import FakeClock, stream_event
 
 P = "push-project"
 HOOK = "http://127.0.0.1:9/hook"
@@ -46,18 +46,6 @@ def topic() -> names.Name:
 
 def sub(i: str = "sub-a") -> names.Name:
     return names.make(P, "subscriptions", i)
-
-
-def stream_event(services: Services) -> dict[str, Any]:
-    cfg = services.ctx.config
-    streams = aws.client("dynamodbstreams", cfg)
-    arn = aws.client("dynamodb", cfg).describe_table(TableName=cfg.messages_table)["Table"]["LatestStreamArn"]
-    records: list[dict[str, Any]] = []
-    for shard in streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"]:
-        it = streams.get_shard_iterator(StreamArn=arn, ShardId=shard["ShardId"],
-                                        ShardIteratorType="TRIM_HORIZON")["ShardIterator"]
-        records += streams.get_records(ShardIterator=it, Limit=1000)["Records"]
-    return {"Records": [{**r, "eventSourceARN": arn} for r in records]}
 
 
 def publish(services: Services, *messages: dict[str, Any]) -> list[str]:

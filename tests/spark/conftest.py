@@ -39,7 +39,7 @@ def _free_port() -> int:
 def moto_endpoint() -> Iterator[str]:
     from moto.server import ThreadedMotoServer
 
-    from spark_emr.bench import speed_up_moto
+    from chalicelib.local.moto_speedups import speed_up_moto
 
     speed_up_moto()
     port = _free_port()

@@ -7,7 +7,7 @@ import json
 from chalicelib.core.envelope import Envelope
 from chalicelib.core.models import DeadLetterPolicy, NoWrapper, OidcToken, PushConfig, Subscription
 from chalicelib.core.records import SubscriptionRecord
-from chalicelib.delivery.push import Item, build_request
+from chalicelib.delivery.push_request import Item, build_request
 
 NAME = "projects/myproject/subscriptions/mysubscription"
 
