@@ -73,7 +73,7 @@ def main(
     window: int = typer.Option(300, help="Flow control: most messages published but not yet acked (0: none)."),
     pull_wait: int = typer.Option(0, help="Long-poll seconds of a pull (METRO_PULL_WAIT_SECONDS, SQS wait); "
                                   "default 1 quick, 2 full."),
-    timeout: float = typer.Option(0, help="Seconds a scenario may take (default 40 quick, 900 full)."),
+    timeout: float = typer.Option(0, help="Seconds a scenario may take (default 120 quick, 900 full)."),
     scale: float = typer.Option(1.0, help="Multiply every scenario's message count (experiments)."),
     probe: int = typer.Option(-1, help="Publish requests of the paced latency probe (default 2 quick, 20 full)."),
     moto_speedup: bool = typer.Option(True, help="Patch moto's SQS clock (chalicelib/local/moto_speedups.py)."),
@@ -93,7 +93,7 @@ def main(
     if chart_path is None:
         chart_path = HERE / "chart.png" if out == HERE / "results.json" else out.with_suffix(".png")
     pull_wait = pull_wait or (1 if quick else 2)
-    settings = scenarios.Settings(publishers, consumers, window, pull_wait, timeout or (40 if quick else 900),
+    settings = scenarios.Settings(publishers, consumers, window, pull_wait, timeout or (120 if quick else 900),
                                   probe_requests=probe if probe >= 0 else (2 if quick else 20),
                                   probe_seconds=5.0 if quick else 60.0,
                                   probe_only={"sqs-1k", "A"} if quick else None)
