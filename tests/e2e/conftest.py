@@ -6,6 +6,7 @@ import itertools
 from collections.abc import Iterator
 from typing import Any
 
+import googleapiclient.discovery
 import pytest
 from google.auth.credentials import AnonymousCredentials
 from google.cloud import pubsub_v1
@@ -65,3 +66,26 @@ def subscriber(client_options: dict[str, str]) -> Any:
 def gapic(client_options: dict[str, str]) -> Any:
     """The plain GAPIC publisher: one call is one PublishRequest, no client-side batching."""
     return GapicPublisher(transport="rest", client_options=client_options, credentials=AnonymousCredentials())
+
+
+@pytest.fixture(scope="session")
+def discovery(client_options: dict[str, str]) -> Any:
+    """google-api-python-client with its bundled static pubsub v1 discovery document."""
+    return googleapiclient.discovery.build("pubsub", "v1", static_discovery=True, credentials=AnonymousCredentials(),
+                                           client_options=client_options, cache_discovery=False)
+
+
+@pytest.fixture
+def topic(publisher: Any, unique: str) -> str:
+    """A fresh topic of the test project."""
+    name = f"projects/e2e-project/topics/t-{unique}"
+    publisher.create_topic(name=name)
+    return name
+
+
+@pytest.fixture
+def sub(subscriber: Any, topic: str, unique: str) -> str:
+    """A fresh pull subscription of ``topic``."""
+    name = f"projects/e2e-project/subscriptions/s-{unique}"
+    subscriber.create_subscription(name=name, topic=topic)
+    return name

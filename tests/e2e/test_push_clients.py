@@ -15,8 +15,6 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-import google.auth.credentials
-import googleapiclient.discovery
 import jwt
 import pytest
 from google.auth.credentials import AnonymousCredentials
@@ -36,13 +34,6 @@ def clients(stack: RunningStack) -> tuple[pubsub_v1.PublisherClient, pubsub_v1.S
     options = {"api_endpoint": stack.url}
     return (pubsub_v1.PublisherClient(transport="rest", client_options=options, credentials=AnonymousCredentials()),
             pubsub_v1.SubscriberClient(transport="rest", client_options=options, credentials=AnonymousCredentials()))
-
-
-@pytest.fixture(scope="module")
-def discovery(stack: RunningStack) -> Any:
-    return googleapiclient.discovery.build(
-        "pubsub", "v1", static_discovery=True, credentials=google.auth.credentials.AnonymousCredentials(),
-        client_options={"api_endpoint": stack.url}, cache_discovery=False)
 
 
 @pytest.fixture(scope="module")
