@@ -29,6 +29,9 @@ class Config:
     metadata_cache_seconds: float = field(default_factory=lambda: float(_env("METRO_METADATA_CACHE_SECONDS", "5")))
     # Publish enqueues into the subscriptions' queues itself (the stream fans out only what it could not).
     direct_fanout: bool = field(default_factory=lambda: _env("METRO_DIRECT_FANOUT", "1") not in ("0", "false"))
+    # Topics with more subscriptions than this are fanned out by the stream handler, not by publish.
+    direct_fanout_max_subscriptions: int = field(
+        default_factory=lambda: int(_env("METRO_DIRECT_FANOUT_MAX_SUBSCRIPTIONS", "20")))
     # A pull that already holds messages keeps collecting for up to this long while more arrive.
     pull_linger_seconds: float = field(default_factory=lambda: float(_env("METRO_PULL_LINGER_MS", "50")) / 1000)
     deployed: bool = field(default_factory=lambda: _env("METRO_MODE", "local") == "aws")

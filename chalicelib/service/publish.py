@@ -73,8 +73,13 @@ class PublishService:
         self.ctx.log.put_object(entry, blob)
         fanned = False
         try:
+            live = subs.result()
+            if len(live) > self.ctx.config.direct_fanout_max_subscriptions:
+                # A wide topic would hold the publisher for many send rounds: the stream fans it out.
+                self.ctx.log.put_entry(entry)
+                return
             header = payload.decode_header(blob[:body_start])
-            _, failed = enqueue(self.ctx, entry, header, stored, subs.result())
+            _, failed = enqueue(self.ctx, entry, header, stored, live)
             fanned = not failed
             if failed:
                 log.warning("publish %s: enqueue failed for %s; the stream fans it out", entry.request_id, failed)

@@ -94,3 +94,15 @@ def test_cached_records_follow_this_process_writes(direct: Services) -> None:
     direct.admin.delete_topic(topic())
     with pytest.raises(NotFound):
         publish(direct, 1)
+
+
+def test_a_wide_topic_is_left_to_the_stream(direct: Services) -> None:
+    ctx = direct.ctx
+    narrow = Context(dataclasses.replace(ctx.config, direct_fanout_max_subscriptions=1), ctx.resources, ctx.log,
+                     ctx.queues, ctx.leases, ctx.clock, ctx.ids)
+    ids = publish(Services.build(narrow), 2, {"k": "v"})  # the topic has two subscriptions
+    (entry,) = stream_entries(direct)
+    assert not entry.fanned
+    assert pull(direct, 10) == []
+    assert FanOut(direct.ctx).handle(stream_event(direct)) == {"batchItemFailures": []}
+    assert sorted(m["message"]["messageId"] for m in pull(direct, 10)) == sorted(ids)
