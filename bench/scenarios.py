@@ -173,7 +173,16 @@ def _measure(stack: BenchStack, sc: Scenario, st: Settings, subs: list[str], pub
         result["probe"] = {"complete": p.complete, "interval_s": round(interval, 3),
                            "messages_s": round(sc.per_request / interval, 1), "requests": requests,
                            "latency_ms": _latency(ms), "duplicates": p.duplicates, "errors": p.errors}
+        # the same, one message per publish request: the latency a trickle of single messages sees
+        singles = max(1, min(st.probe_requests, int(st.probe_seconds / SINGLE_INTERVAL)))
+        p1 = Engine(Load(singles, 1, subs, 1, consumers, 0, st.timeout, interval=SINGLE_INTERVAL), pub, con).run()
+        result["probe_single"] = {"complete": p1.complete, "interval_s": SINGLE_INTERVAL, "requests": singles,
+                                  "latency_ms": _latency([x * 1000 for x in p1.latencies]),
+                                  "duplicates": p1.duplicates, "errors": p1.errors}
     return result
+
+
+SINGLE_INTERVAL = 0.25  # seconds between the single-message probe's publishes
 
 
 def _latency(ms: list[float]) -> dict[str, float]:

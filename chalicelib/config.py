@@ -32,8 +32,9 @@ class Config:
     # Topics with more subscriptions than this are fanned out by the stream handler, not by publish.
     direct_fanout_max_subscriptions: int = field(
         default_factory=lambda: int(_env("METRO_DIRECT_FANOUT_MAX_SUBSCRIPTIONS", "20")))
-    # A pull that already holds messages keeps collecting for up to this long while more arrive.
-    pull_linger_seconds: float = field(default_factory=lambda: float(_env("METRO_PULL_LINGER_MS", "50")) / 1000)
+    # A pull that holds messages collects until an empty receive, and then keeps polling until this long
+    # after its first message (fuller pulls, higher latency).
+    pull_linger_seconds: float = field(default_factory=lambda: float(_env("METRO_PULL_LINGER_MS", "0")) / 1000)
     deployed: bool = field(default_factory=lambda: _env("METRO_MODE", "local") == "aws")
     log_level: str = field(default_factory=lambda: _env("METRO_LOG_LEVEL", "INFO"))
     # How long a message waits before Metro retries forwarding it when its dead-letter topic is missing.

@@ -1,6 +1,7 @@
 """Publish: validate, store the request as one S3 object, enqueue it, then log one metadata item.
 
-Direct fan-out (the default): the S3 PutObject and the consistent Query for the topic's
+Direct fan-out (the default, for topics of up to METRO_DIRECT_FANOUT_MAX_SUBSCRIPTIONS
+subscriptions): the S3 PutObject and the consistent Query for the topic's
 subscriptions run concurrently, then every subscription queue gets its messages (all batches at
 once), then the log item is written marked ``fanned``. When an enqueue fails, the item is written
 unmarked and the stream's fan-out handler delivers the request (duplicates, never a loss). With

@@ -143,10 +143,10 @@ class PullService:
         return [k[0] for k in keep], [k[1] for k in keep]
 
     def _receive(self, rec: SubscriptionRecord, max_messages: int, wait: int, visibility: int) -> list[Received]:
-        """Long-poll for a first batch, then keep receiving while batches come back full; a partial or
-        empty batch ends the pull unless the linger (METRO_PULL_LINGER_MS) since the first message has
-        not passed: a publish request lands in the queue over a few concurrent sends, and a fuller pull
-        saves a whole pull and ack request (cost decision: docs/decisions/cost-model.md)."""
+        """Long-poll for a first batch, then keep receiving until maxMessages or an empty receive (a publish
+        request lands in the queue over a few concurrent sends, and a fuller pull saves a whole pull and
+        ack request); after an empty receive, keep polling until the linger (METRO_PULL_LINGER_MS, default
+        0) since the first message has passed. Cost decision: docs/decisions/cost-model.md."""
         got: list[Received] = []
         size = 0
         linger_until = 0.0
@@ -165,11 +165,10 @@ class PullService:
             if len(keep) < len(batch):  # over the response byte cap: hand the rest back at once
                 self.ctx.queues.change_visibility_batch(rec.queue_url, [(r.receipt, 0) for r in batch[len(keep):]])
                 break
-            if len(batch) < want:
+            if not batch:
                 if not got or time.monotonic() >= linger_until:
                     break
-                if not batch:
-                    time.sleep(LINGER_STEP_SECONDS)
+                time.sleep(LINGER_STEP_SECONDS)
         return got
 
     def _bodies(self, envs: list[envelope.Envelope]) -> list[bytes]:
