@@ -30,6 +30,7 @@ def main(
         sys.exit(0)
 
     signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)  # Ctrl-C, also when started where SIGINT was ignored
     try:
         stack.serve()
     except KeyboardInterrupt:
