@@ -31,6 +31,11 @@ ACTIVITY_MARK_SECONDS = 3600.0
 LINGER_STEP_SECONDS = 0.01
 
 
+def _attempts(received: list[Received], envs: list[envelope.Envelope], skips: dict[str, int]) -> list[int]:
+    """Delivery attempt of each received message: SQS's receive count less the receives that were not deliveries."""
+    return [r.receive_count - skips.get(e.message_id, 0) for r, e in zip(received, envs)]
+
+
 def _ack_ids(body: Any) -> list[str]:
     if not isinstance(body, dict):
         raise InvalidArgument("Invalid JSON payload received: the request must be a JSON object")
@@ -79,7 +84,7 @@ class PullService:
             received, envs = self._claim(rec, lease_id, received, envs, now, skips)
         if not received:
             return {}
-        attempts = [r.receive_count - skips.get(e.message_id, 0) for r, e in zip(received, envs)]
+        attempts = _attempts(received, envs, skips)
         later = [(r.receipt, expiry_visibility(rec, deadline_s, a)) for r, a in zip(received, attempts)
                  if a > 1 and nack_delay(rec, a) != nack_delay(rec, 1)]
         if later:  # redeliveries: a longer backoff after their expiry
@@ -100,7 +105,7 @@ class PullService:
                      skips: dict[str, int]) -> tuple[list[Received], list[envelope.Envelope]]:
         """Forward messages past maxDeliveryAttempts to the dead-letter topic instead of delivering them."""
         limit = max_attempts(rec)
-        attempt = [r.receive_count - skips.get(e.message_id, 0) for r, e in zip(received, envs)]
+        attempt = _attempts(received, envs, skips)
         dead = [i for i in range(len(received)) if limit and attempt[i] > limit]
         if not dead:
             return received, envs

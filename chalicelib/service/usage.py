@@ -30,7 +30,7 @@ class UsageService:
 
     def subscription_metrics(self, name: Name) -> dict[str, Any]:
         rec = self.ctx.resources.require_subscription(name)
-        backlog = self.store.undelivered(rec.queue_url) if rec.queue_url else 0
+        backlog = self.ctx.queues.backlog(rec.queue_url) if rec.queue_url else 0
         return usage.subscription_metrics(self.store.summary(name.project), name.id, backlog, self._now())
 
     def project_metrics(self, project: str) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from chalicelib.config import Config
-from chalicelib.store import aws
+from chalicelib.store import aws, batch
 from chalicelib.store.errors import aws_errors, code_of
 
 
@@ -131,29 +131,14 @@ class SkipStore:
         return {"sub": {"S": sub}, "lease": {"S": f"s#{gen}#{mid}"}}
 
     def get(self, sub: str, gen: int, mids: list[str]) -> dict[str, int]:
-        """Skips per message id (absent = 0): strongly consistent BatchGetItem, 100 keys per call."""
-        out: dict[str, int] = {}
-        unique = list(dict.fromkeys(mids))
-        for start in range(0, len(unique), 100):
-            keys: list[dict[str, Any]] = [self._key(sub, gen, m) for m in unique[start : start + 100]]
-            while keys:
-                with aws_errors("attempt counts"):
-                    resp = self._ddb.batch_get_item(RequestItems={self._table: {
-                        "Keys": keys, "ConsistentRead": True, "ProjectionExpression": "lease, skips"}})
-                for item in resp.get("Responses", {}).get(self._table, []):
-                    out[item["lease"]["S"].split("#", 2)[2]] = int(item["skips"]["N"])
-                keys = list(resp.get("UnprocessedKeys", {}).get(self._table, {}).get("Keys", []))
-        return out
+        """Skips per message id (absent = 0): strongly consistent BatchGetItem."""
+        keys = [self._key(sub, gen, m) for m in dict.fromkeys(mids)]
+        items = batch.get_all(self._ddb, self._table, keys, "attempt counts", ConsistentRead=True,
+                              ProjectionExpression="lease, skips")
+        return {item["lease"]["S"].split("#", 2)[2]: int(item["skips"]["N"]) for item in items}
 
     def put(self, sub: str, gen: int, skips: dict[str, int], expires: int) -> None:
-        """Store new skip counts (BatchWriteItem, 25 items per call)."""
-        items = list(skips.items())
-        for start in range(0, len(items), 25):
-            writes: list[dict[str, Any]] = [
-                {"PutRequest": {"Item": {**self._key(sub, gen, mid), "skips": {"N": str(n)},
-                                         "ttl": {"N": str(expires)}}}}
-                for mid, n in items[start : start + 25]]
-            while writes:
-                with aws_errors("attempt counts"):
-                    resp = self._ddb.batch_write_item(RequestItems={self._table: writes})
-                writes = list(resp.get("UnprocessedItems", {}).get(self._table, []))
+        """Store new skip counts (BatchWriteItem)."""
+        batch.write_all(self._ddb, self._table, [
+            {"PutRequest": {"Item": {**self._key(sub, gen, mid), "skips": {"N": str(n)}, "ttl": {"N": str(expires)}}}}
+            for mid, n in skips.items()], "attempt counts")

@@ -18,6 +18,7 @@ from chalicelib.store.errors import aws_errors
 
 _GONE = ("AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist")
 SQS_BATCH = 10
+_BACKLOG = ("ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible")
 SQS_MAX_WAIT = 20
 SQS_MIN_RETENTION = 60
 SQS_MAX_RETENTION = 14 * 24 * 3600
@@ -140,6 +141,15 @@ class QueueStore:
         except MetroError:
             return list(range(start, start + len(chunk)))
         return [int(f["Id"]) for f in resp.get("Failed", [])]
+
+    def backlog(self, url: str) -> int:
+        """Messages in the queue, waiting or leased (SQS's approximate counts); 0 if the queue is gone."""
+        try:
+            with aws_errors("SQS GetQueueAttributes", allow=_GONE):
+                attrs = self._sqs.get_queue_attributes(QueueUrl=url, AttributeNames=list(_BACKLOG))["Attributes"]
+        except ClientError:
+            return 0
+        return sum(int(attrs.get(name, 0)) for name in _BACKLOG)
 
     def receive(self, url: str, max_messages: int, wait: int, visibility: int) -> list[Received]:
         with _queue_errors("ReceiveMessage"):

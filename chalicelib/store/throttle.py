@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 
 from chalicelib.config import Config
 from chalicelib.core.backoff import ThrottleState
-from chalicelib.store import aws
+from chalicelib.store import aws, batch
 from chalicelib.store.errors import aws_errors
 
 INDEX_PK = "push#index"
@@ -87,8 +87,7 @@ class PushStore:
         """Delete a subscription's index item and throttle state (one BatchWriteItem)."""
         deletes = [{"DeleteRequest": {"Key": {"pk": {"S": INDEX_PK}, "sk": {"S": key}}}},
                    {"DeleteRequest": {"Key": self._throttle_key(subscription)}}]
-        with aws_errors("BatchWriteItem (push state)"):
-            self._ddb.batch_write_item(RequestItems={self._table: deletes})
+        batch.write_all(self._ddb, self._table, deletes, "BatchWriteItem (push state)")
 
     def index_get(self, key: str) -> str | None:
         """The subscription whose queue has this key, or None when it never pushed."""

@@ -1,4 +1,4 @@
-"""What the metrics endpoints read: the metrics job's JSON summary in S3 and a queue's backlog."""
+"""What the metrics endpoints read from S3: the metrics job's JSON summary."""
 
 from __future__ import annotations
 
@@ -16,13 +16,11 @@ from chalicelib.store.errors import aws_errors
 log = logging.getLogger(__name__)
 
 _MISSING = ("NoSuchKey", "404", "NoSuchBucket")
-_GONE = ("AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist")
 
 
 class UsageStore:
     def __init__(self, config: Config) -> None:
         self._s3 = aws.client("s3", config)
-        self._sqs = aws.client("sqs", config)
         self._bucket = config.bucket
 
     def summary(self, project: str) -> dict[str, Any] | None:
@@ -42,16 +40,3 @@ class UsageStore:
             log.warning("metrics summary of project %s has no metrics list; ignored", project)
             return None
         return dict(doc)
-
-    def undelivered(self, queue_url: str) -> int:
-        """Messages in the queue, waiting or leased (SQS's approximate counts); 0 if the queue is gone."""
-        try:
-            with aws_errors("SQS GetQueueAttributes", allow=_GONE):
-                attrs = self._sqs.get_queue_attributes(
-                    QueueUrl=queue_url,
-                    AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
-                )["Attributes"]
-        except ClientError:
-            return 0
-        waiting = int(attrs.get("ApproximateNumberOfMessages", 0))
-        return waiting + int(attrs.get("ApproximateNumberOfMessagesNotVisible", 0))
