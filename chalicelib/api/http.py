@@ -6,7 +6,7 @@ import json
 import logging
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import unquote
 
 from chalice.app import Response
@@ -40,7 +40,14 @@ def _int_enums(value: Any) -> Any:
     return value
 
 
-def json_response(body: dict[str, Any], params: dict[str, str] | None = None, status: int = 200) -> Response:
+class Wire(Protocol):
+    """A typed result that renders itself as the JSON object of Google's REST API."""
+
+    def to_wire(self) -> dict[str, Any]: ...
+
+
+def json_response(result: dict[str, Any] | Wire, params: dict[str, str] | None = None, status: int = 200) -> Response:
+    body = result if isinstance(result, dict) else result.to_wire()
     if wants_int_enums(params):
         body = _int_enums(body)
     return Response(body=json.dumps(body, separators=(",", ":")), status_code=status, headers=JSON)

@@ -8,6 +8,7 @@ from urllib.parse import unquote
 
 from chalice.app import Request, Response
 
+from chalicelib.api import requests
 from chalicelib.api.http import guarded, json_response, not_found, parse_body, split_segment
 from chalicelib.core import names
 from chalicelib.core.names import Name
@@ -68,9 +69,10 @@ def subscription(request: Request, project: str, segment: str) -> Response:
         ("GET", ""): lambda: lambda n, b, p: s().admin.get_subscription(n),
         ("PATCH", ""): lambda: lambda n, b, p: s().admin.patch_subscription(n, b),
         ("DELETE", ""): lambda: lambda n, b, p: s().admin.delete_subscription(n),
-        ("POST", "pull"): lambda: lambda n, b, p: s().pull.pull(n, b),
-        ("POST", "acknowledge"): lambda: lambda n, b, p: s().pull.acknowledge(n, b),
-        ("POST", "modifyAckDeadline"): lambda: lambda n, b, p: s().pull.modify_ack_deadline(n, b),
+        ("POST", "pull"): lambda: lambda n, b, p: s().pull.pull(n, requests.pull_request(b)),
+        ("POST", "acknowledge"): lambda: lambda n, b, p: s().pull.acknowledge(n, requests.acknowledge_request(b)),
+        ("POST", "modifyAckDeadline"): lambda: lambda n, b, p: s().pull.modify_ack_deadline(
+            n, requests.modify_ack_deadline_request(b)),
         ("POST", "modifyPushConfig"): lambda: lambda n, b, p: push_config.modify_push_config(s().admin, n, b),
         ("POST", "detach"): lambda: lambda n, b, p: s().admin.detach_subscription(n),
         ("GET", "metrics"): lambda: lambda n, b, p: UsageService(s().ctx).subscription_metrics(n),

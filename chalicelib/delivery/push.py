@@ -33,7 +33,7 @@ from chalicelib.delivery.push_request import Item, Poster, build_request, http_p
 from chalicelib.service.context import Context
 from chalicelib.service.deadletter import Attempts, forward, max_attempts, nack_delay, parked_seconds
 from chalicelib.service.push_config import endpoint_allowed, push_token
-from chalicelib.store.throttle import PushStore, queue_key, queue_name_of
+from chalicelib.store.push_state import queue_key, queue_name_of
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +74,7 @@ class PushDelivery:
     def __init__(self, ctx: Context, post: Poster = http_post, sleep: Callable[[float], None] = time.sleep,
                  workers: int = 32) -> None:
         self.ctx = ctx
-        self.push = PushStore(ctx.config)
+        self.push = ctx.push
         self.attempts = Attempts(ctx)
         self._post = post
         self._sleep = sleep

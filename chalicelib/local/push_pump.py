@@ -25,8 +25,8 @@ from chalicelib.core.records import SubscriptionRecord
 from chalicelib.service.context import Clock
 from chalicelib.service.push_config import token_signer
 from chalicelib.store import aws
+from chalicelib.store.push_state import PushStore, queue_arn
 from chalicelib.store.resources import ResourceStore
-from chalicelib.store.throttle import PushStore, queue_arn
 
 log = logging.getLogger("metro.push_pump")
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]

@@ -1,4 +1,8 @@
-"""What every use case needs: configuration, stores, an injected clock and id source."""
+"""What every use case needs: configuration, every store, an injected clock and id source.
+
+Services and handlers never build a store themselves: they reach AWS only through the stores held
+here, so a test swaps any of them for a fake by building a Context (or ``dataclasses.replace``).
+"""
 
 from __future__ import annotations
 
@@ -9,10 +13,13 @@ from dataclasses import dataclass, field
 from chalicelib.config import Config
 from chalicelib.core.ackids import AckIdCodec
 from chalicelib.core.ids import IdSource
-from chalicelib.store.leases import LeaseStore
+from chalicelib.store.leases import ExactLeases, LeaseStore, SkipStore
 from chalicelib.store.log import MessageLog
+from chalicelib.store.mappings import MappingStore
+from chalicelib.store.push_state import PushStore
 from chalicelib.store.queues import QueueStore
 from chalicelib.store.resources import ResourceStore
+from chalicelib.store.usage import UsageStore
 
 Clock = Callable[[], float]
 
@@ -24,6 +31,11 @@ class Context:
     log: MessageLog
     queues: QueueStore
     leases: LeaseStore
+    exact: ExactLeases
+    skips: SkipStore
+    push: PushStore
+    mappings: MappingStore
+    usage: UsageStore
     clock: Clock = time.time
     ids: IdSource = field(default_factory=IdSource)
 
@@ -33,5 +45,7 @@ class Context:
 
     @classmethod
     def from_config(cls, config: Config, clock: Clock = time.time, ids: IdSource | None = None) -> Context:
-        return cls(config, ResourceStore(config), MessageLog(config), QueueStore(config), LeaseStore(config),
-                   clock, ids or IdSource())
+        return cls(config=config, resources=ResourceStore(config), log=MessageLog(config), queues=QueueStore(config),
+                   leases=LeaseStore(config), exact=ExactLeases(config), skips=SkipStore(config),
+                   push=PushStore(config), mappings=MappingStore(config), usage=UsageStore(config),
+                   clock=clock, ids=ids or IdSource())

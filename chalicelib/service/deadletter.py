@@ -29,7 +29,6 @@ from chalicelib.core.records import SubscriptionRecord
 from chalicelib.core.timefmt import parse_duration
 from chalicelib.service.context import Context
 from chalicelib.service.publish import PublishService
-from chalicelib.store.leases import SkipStore
 
 log = logging.getLogger("metro.deadletter")
 METRIC_NAMESPACE = "Metro"
@@ -68,7 +67,7 @@ class Attempts:
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
-        self.store = SkipStore(ctx.config)
+        self.store = ctx.skips
 
     def skips(self, rec: SubscriptionRecord, counts: list[tuple[str, int]]) -> dict[str, int]:
         """Skipped receives per message id, for (message id, receive count) pairs; one read per batch."""

@@ -17,14 +17,13 @@ from typing import Any
 from chalicelib.core import envelope, limits
 from chalicelib.core.ackids import AckId
 from chalicelib.core.errors import FailedPrecondition, InvalidArgument
-from chalicelib.core.fields import bool_field, int_field
 from chalicelib.core.messages import received_message
 from chalicelib.core.names import Name
 from chalicelib.core.records import SubscriptionRecord
+from chalicelib.core.requests import AcknowledgeRequest, ModifyAckDeadlineRequest, PullRequest
 from chalicelib.core.timefmt import format_timestamp, parse_timestamp
 from chalicelib.service.context import Context
 from chalicelib.service.deadletter import Attempts, expiry_visibility, forward, max_attempts, nack_delay, parked_seconds
-from chalicelib.store.leases import ExactLeases
 from chalicelib.store.queues import Received
 
 ACTIVITY_MARK_SECONDS = 3600.0
@@ -36,19 +35,10 @@ def _attempts(received: list[Received], envs: list[envelope.Envelope], skips: di
     return [r.receive_count - skips.get(e.message_id, 0) for r, e in zip(received, envs)]
 
 
-def _ack_ids(body: Any) -> list[str]:
-    if not isinstance(body, dict):
-        raise InvalidArgument("Invalid JSON payload received: the request must be a JSON object")
-    raw = body.get("ackIds", body.get("ack_ids"))
-    if not isinstance(raw, list) or not raw:
-        raise InvalidArgument("No ack ids were given (ack_ids must not be empty).")
-    return raw
-
-
 class PullService:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
-        self.exact = ExactLeases(ctx.config)
+        self.exact = ctx.exact
         self.attempts = Attempts(ctx)
         self._marked: dict[str, float] = {}
 
@@ -63,13 +53,8 @@ class PullService:
         return rec
 
     # -- pull -------------------------------------------------------------------------------
-    def pull(self, name: Name, body: Any) -> dict[str, Any]:
-        if not isinstance(body, dict):
-            raise InvalidArgument("Invalid JSON payload received: the request must be a JSON object")
-        max_messages = int_field(body, "maxMessages", "max_messages")
-        if not 0 < max_messages <= limits.MAX_PULL_MESSAGES:
-            raise InvalidArgument(f"max_messages must be between 1 and {limits.MAX_PULL_MESSAGES}.")
-        immediate = bool_field(body, "returnImmediately", "return_immediately")
+    def pull(self, name: Name, request: PullRequest) -> dict[str, Any]:
+        max_messages, immediate = request.max_messages, request.return_immediately
         rec = self._subscription(name)
         deadline_s = rec.spec.ack_deadline
         # Visibility = ack deadline + the retry policy's backoff, so an expiry is followed by that backoff.
@@ -215,8 +200,7 @@ class PullService:
         return format_timestamp(parse_timestamp(stored, "publish_time"))
 
     # -- ack / modack ------------------------------------------------------------------------
-    def _open(self, name: Name, body: Any) -> tuple[SubscriptionRecord, list[tuple[str, AckId]]]:
-        raw = _ack_ids(body)
+    def _open(self, name: Name, raw: tuple[str, ...]) -> tuple[SubscriptionRecord, list[tuple[str, AckId]]]:
         rec = self._subscription(name)
         codec = self.ctx.ack_ids
         acks = [(text, codec.decode(text, name.path)) for text in raw]
@@ -253,8 +237,8 @@ class PullService:
                                       "metadata": failed,
                                   }])
 
-    def acknowledge(self, name: Name, body: Any) -> dict[str, Any]:
-        rec, acks = self._open(name, body)
+    def acknowledge(self, name: Name, request: AcknowledgeRequest) -> dict[str, Any]:
+        rec, acks = self._open(name, request.ack_ids)
         now = self.ctx.clock()
         good, failed = self._settle(name, rec, acks, None,
                                     lambda a: self.exact.ack(name.path, a.message_id, a.lease_id, now))
@@ -263,11 +247,9 @@ class PullService:
         self._raise_failures(failed)
         return {}
 
-    def modify_ack_deadline(self, name: Name, body: Any) -> dict[str, Any]:
-        seconds = int_field(body if isinstance(body, dict) else {}, "ackDeadlineSeconds", "ack_deadline_seconds")
-        if not 0 <= seconds <= limits.MODIFY_DEADLINE_MAX:
-            raise InvalidArgument(f"ack_deadline_seconds must be between 0 and {limits.MODIFY_DEADLINE_MAX}.")
-        rec, acks = self._open(name, body)
+    def modify_ack_deadline(self, name: Name, request: ModifyAckDeadlineRequest) -> dict[str, Any]:
+        seconds = request.ack_deadline_seconds
+        rec, acks = self._open(name, request.ack_ids)
         now = self.ctx.clock()
         until = now + seconds if seconds else now - 0.001
         good, failed = self._settle(name, rec, acks, seconds,

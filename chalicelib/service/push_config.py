@@ -29,8 +29,7 @@ from chalicelib.core.names import Name
 from chalicelib.core.oidc import DEFAULT_LIFETIME, TokenSigner, generate_signing_key
 from chalicelib.core.records import SubscriptionRecord
 from chalicelib.service.context import Context
-from chalicelib.store.mappings import MappingStore
-from chalicelib.store.throttle import PushStore, queue_arn, queue_key
+from chalicelib.store.push_state import queue_arn, queue_key
 
 if TYPE_CHECKING:
     from chalicelib.service.admin import AdminService
@@ -135,7 +134,7 @@ def sync(ctx: Context, old: SubscriptionRecord | None, new: SubscriptionRecord |
     ``old`` is the record before the change (None on create), ``new`` the record after it (None on
     delete). Called before the queue is deleted, so a mapping never outlives its queue's owner.
     """
-    push = PushStore(ctx.config)
+    push = ctx.push
     old_push, new_push = _is_push(old), _is_push(new)
     same_queue = old is not None and new is not None and old.queue_url == new.queue_url
     if new is not None and (new_push or old_push):  # a pull subscription that pushed stays findable
@@ -144,7 +143,7 @@ def sync(ctx: Context, old: SubscriptionRecord | None, new: SubscriptionRecord |
         push.forget(queue_key(old.queue_url), old.name)
     if not ctx.config.deployed:
         return  # never event source mappings in the emulator: the local push pump plays Lambda
-    mappings = MappingStore(ctx.config)
+    mappings = ctx.mappings
     region = ctx.config.region
     if old is not None and old_push and not (new_push and same_queue):
         mappings.remove(queue_arn(old.queue_url, region))

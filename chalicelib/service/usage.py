@@ -12,13 +12,12 @@ from typing import Any
 from chalicelib.core import names, usage
 from chalicelib.core.names import Name
 from chalicelib.service.context import Context
-from chalicelib.store.usage import UsageStore
 
 
 class UsageService:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
-        self.store = UsageStore(ctx.config)
+        self.store = ctx.usage
 
     def _now(self) -> str:
         return usage.now_timestamp(self.ctx.clock())

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from chalicelib.core.errors import NotFound
+from chalicelib.core.requests import PullRequest
 from chalicelib.delivery.fanout import FanOut
 from chalicelib.runtime import Services
-from chalicelib.service.context import Context
 from chalicelib.store.log import LogEntry
 from tests.functional.conftest import FakeClock, stream_event
 from tests.functional.test_message_path import pull, sub, topic
@@ -19,8 +19,7 @@ from tests.functional.test_message_path import pull, sub, topic
 @pytest.fixture
 def direct(services: Services, clock: FakeClock) -> Services:
     ctx = services.ctx
-    ctx = Context(dataclasses.replace(ctx.config, direct_fanout=True), ctx.resources, ctx.log, ctx.queues,
-                  ctx.leases, ctx.clock, ctx.ids)
+    ctx = dataclasses.replace(ctx, config=dataclasses.replace(ctx.config, direct_fanout=True))
     built = Services.build(ctx)
     built.admin.create_topic(topic(), {})
     built.admin.create_subscription(sub(), {"topic": topic().path})
@@ -44,7 +43,7 @@ def test_publish_enqueues_for_every_subscription_and_marks_the_log_item(direct: 
     assert entry.fanned and entry.count == 25
     got = pull(direct, 100)
     assert sorted(m["message"]["messageId"] for m in got) == sorted(ids)
-    filtered = direct.pull.pull(sub("sub-f"), {"maxMessages": 100, "returnImmediately": True})["receivedMessages"]
+    filtered = direct.pull.pull(sub("sub-f"), PullRequest(100, True))["receivedMessages"]
     assert len(filtered) == 25
     # The stream handler skips the marked item: no second copy.
     assert FanOut(direct.ctx).handle(stream_event(direct)) == {"batchItemFailures": []}
@@ -67,7 +66,7 @@ def test_a_failed_enqueue_leaves_the_request_to_the_stream(direct: Services, mon
     # Both subscriptions have every message; the one served during publish has them twice (at-least-once).
     firsts = [m["message"]["messageId"] for m in pull(direct, 100)]
     seconds = [m["message"]["messageId"]
-               for m in direct.pull.pull(sub("sub-f"), {"maxMessages": 100, "returnImmediately": True})
+               for m in direct.pull.pull(sub("sub-f"), PullRequest(100, True))
                ["receivedMessages"]]
     assert set(firsts) == set(seconds) == set(ids)
     assert len(firsts) + len(seconds) == 9
@@ -87,10 +86,10 @@ def test_a_failed_object_write_fails_the_publish_and_logs_nothing(direct: Servic
 
 
 def test_cached_records_follow_this_process_writes(direct: Services) -> None:
-    assert direct.pull.pull(sub(), {"maxMessages": 1, "returnImmediately": True}) == {}
+    assert direct.pull.pull(sub(), PullRequest(1, True)) == {}
     direct.admin.delete_subscription(sub())
     with pytest.raises(NotFound):
-        direct.pull.pull(sub(), {"maxMessages": 1, "returnImmediately": True})
+        direct.pull.pull(sub(), PullRequest(1, True))
     direct.admin.delete_topic(topic())
     with pytest.raises(NotFound):
         publish(direct, 1)
@@ -98,8 +97,8 @@ def test_cached_records_follow_this_process_writes(direct: Services) -> None:
 
 def test_a_wide_topic_is_left_to_the_stream(direct: Services) -> None:
     ctx = direct.ctx
-    narrow = Context(dataclasses.replace(ctx.config, direct_fanout_max_subscriptions=1), ctx.resources, ctx.log,
-                     ctx.queues, ctx.leases, ctx.clock, ctx.ids)
+    narrow = dataclasses.replace(ctx, config=dataclasses.replace(ctx.config,
+                                                                     direct_fanout_max_subscriptions=1))
     ids = publish(Services.build(narrow), 2, {"k": "v"})  # the topic has two subscriptions
     (entry,) = stream_entries(direct)
     assert not entry.fanned

@@ -7,8 +7,10 @@ from typing import Any
 
 import pytest
 
+from chalicelib.api.requests import acknowledge_request, pull_request
 from chalicelib.core import names
 from chalicelib.core.errors import FailedPrecondition, InvalidArgument, NotFound
+from chalicelib.core.requests import ModifyAckDeadlineRequest, PullRequest
 from chalicelib.delivery.fanout import FanOut
 from chalicelib.runtime import Services
 from tests.functional.conftest import FakeClock, stream_event
@@ -30,7 +32,7 @@ def publish(services: Services, *datas: bytes, attrs: dict[str, str] | None = No
 
 
 def pull(services: Services, n: int = 10) -> list[dict[str, Any]]:
-    return list(services.pull.pull(sub(), {"maxMessages": n, "returnImmediately": True}).get("receivedMessages", []))
+    return list(services.pull.pull(sub(), PullRequest(n, True)).get("receivedMessages", []))
 
 
 @pytest.fixture
@@ -48,7 +50,7 @@ def test_publish_fanout_pull_ack(ready: Services) -> None:
     got = pull(ready)
     assert [m["message"]["messageId"] for m in got] == ids
     assert base64.b64decode(got[2]["message"]["data"]) == b"\x00\xff binary"
-    ready.pull.acknowledge(sub(), {"ackIds": [m["ackId"] for m in got]})
+    ready.pull.acknowledge(sub(), acknowledge_request({"ackIds": [m["ackId"] for m in got]}))
     assert pull(ready) == []
 
 
@@ -99,7 +101,7 @@ def test_nack_redelivers_and_modack_extends(ready: Services) -> None:
     FanOut(ready.ctx).handle(stream_event(ready))
     (msg,) = pull(ready)
     assert pull(ready) == []  # held by the lease
-    ready.pull.modify_ack_deadline(sub(), {"ackIds": [msg["ackId"]], "ackDeadlineSeconds": 0})
+    ready.pull.modify_ack_deadline(sub(), ModifyAckDeadlineRequest((msg["ackId"],), 0))
     (again,) = pull(ready)
     assert again["message"]["messageId"] == msg["message"]["messageId"]
     assert again["ackId"] != msg["ackId"]
@@ -111,9 +113,9 @@ def test_forged_ack_id_is_refused(ready: Services) -> None:
     (msg,) = pull(ready)
     body, mac = msg["ackId"].split(".")
     with pytest.raises(InvalidArgument):
-        ready.pull.acknowledge(sub(), {"ackIds": [body[:-2] + "AA." + mac]})
+        ready.pull.acknowledge(sub(), acknowledge_request({"ackIds": [body[:-2] + "AA." + mac]}))
     with pytest.raises(InvalidArgument):
-        ready.pull.acknowledge(sub(), {"ackIds": []})
+        ready.pull.acknowledge(sub(), acknowledge_request({"ackIds": []}))
 
 
 def test_errors(services: Services) -> None:
@@ -128,10 +130,10 @@ def test_errors(services: Services) -> None:
         services.admin.create_subscription(sub(), {"topic": topic().path, "ackDeadlineSeconds": 5})
     services.admin.create_subscription(sub(), {"topic": topic().path})
     with pytest.raises(InvalidArgument):
-        services.pull.pull(sub(), {"maxMessages": 0})
+        services.pull.pull(sub(), pull_request({"maxMessages": 0}))
     services.admin.update_subscription(sub(), {"detached": True})
     with pytest.raises(FailedPrecondition):
-        services.pull.pull(sub(), {"maxMessages": 1})
+        services.pull.pull(sub(), pull_request({"maxMessages": 1}))
 
 
 def test_deleted_topic_detaches_subscriptions(ready: Services) -> None:
@@ -156,10 +158,10 @@ def test_dead_letter_after_max_attempts(services: Services, clock: FakeClock) ->
     for attempt in range(1, 6):
         (msg,) = pull(services)
         assert msg["deliveryAttempt"] == attempt
-        services.pull.modify_ack_deadline(sub(), {"ackIds": [msg["ackId"]], "ackDeadlineSeconds": 0})
+        services.pull.modify_ack_deadline(sub(), ModifyAckDeadlineRequest((msg["ackId"],), 0))
     assert pull(services) == []  # the sixth receive forwards it instead
     FanOut(services.ctx).handle(stream_event(services))
-    got = services.pull.pull(sub("dead-sub"), {"maxMessages": 5})["receivedMessages"]
+    got = services.pull.pull(sub("dead-sub"), pull_request({"maxMessages": 5}))["receivedMessages"]
     attrs = got[0]["message"]["attributes"]
     assert base64.b64decode(got[0]["message"]["data"]) == b"poison"
     assert attrs["k"] == "v" and attrs["CloudPubSubDeadLetterSourceDeliveryCount"] == "5"
@@ -180,19 +182,19 @@ def test_exactly_once_acks(services: Services, clock: FakeClock) -> None:
     publish(services, b"a", b"b")
     FanOut(services.ctx).handle(stream_event(services))
     first, second = pull(services)
-    services.pull.modify_ack_deadline(sub(), {"ackIds": [second["ackId"]], "ackDeadlineSeconds": 60})
+    services.pull.modify_ack_deadline(sub(), ModifyAckDeadlineRequest((second["ackId"],), 60))
     clock.advance(11)  # first's deadline passes; second's was extended
     ack = services.pull.acknowledge
     with pytest.raises(InvalidArgument) as err:
-        ack(sub(), {"ackIds": [first["ackId"]]})
+        ack(sub(), acknowledge_request({"ackIds": [first["ackId"]]}))
     meta = err.value.details[0]["metadata"]
     assert meta == {first["ackId"]: "PERMANENT_FAILURE_INVALID_ACK_ID"}
     # The expired id fails, while a valid id in the same request succeeds.
     with pytest.raises(InvalidArgument) as err:
-        ack(sub(), {"ackIds": [first["ackId"], second["ackId"]]})
+        ack(sub(), acknowledge_request({"ackIds": [first["ackId"], second["ackId"]]}))
     assert list(err.value.details[0]["metadata"]) == [first["ackId"]]
     with pytest.raises(InvalidArgument):  # acked: a second ack of the same id fails
-        ack(sub(), {"ackIds": [second["ackId"]]})
+        ack(sub(), acknowledge_request({"ackIds": [second["ackId"]]}))
 
 
 def test_filter_is_validated_and_applied(services: Services, clock: FakeClock) -> None:
@@ -226,7 +228,7 @@ def test_idle_subscriptions_expire(services: Services, clock: FakeClock) -> None
     services.admin.create_subscription(sub("never"), {"topic": topic().path, "expirationPolicy": {}})
     services.admin.create_subscription(sub("used"), {"topic": topic().path, "expirationPolicy": {"ttl": "86400s"}})
     clock.advance(86000)
-    services.pull.pull(sub("used"), {"maxMessages": 1, "returnImmediately": True})  # activity
+    services.pull.pull(sub("used"), PullRequest(1, True))  # activity
     clock.advance(1000)
     assert expire_idle_subscriptions(services.ctx) == [sub("short").path]
     with pytest.raises(NotFound):

@@ -12,13 +12,14 @@ from typing import Any
 import pytest
 
 from chalicelib.core import names
+from chalicelib.core.requests import ModifyAckDeadlineRequest, PullRequest
 from chalicelib.delivery.fanout import FanOut
 from chalicelib.delivery.maintenance import expire_idle_subscriptions
 from chalicelib.delivery.push import PushDelivery
 from chalicelib.local.push_pump import lambda_record
 from chalicelib.runtime import Services
 from chalicelib.store import aws
-from chalicelib.store.throttle import PushStore, queue_arn
+from chalicelib.store.push_state import PushStore, queue_arn
 from tests.functional.conftest import FakeClock
 from tests.functional.test_message_path import P, ready, stream_event, sub, topic
 
@@ -66,7 +67,7 @@ def _publish(services: Services, t: names.Name, *datas: bytes, key: str = "") ->
 
 
 def _pull(services: Services, s: names.Name) -> list[dict[str, Any]]:
-    return list(services.pull.pull(s, {"maxMessages": 10, "returnImmediately": True}).get("receivedMessages", []))
+    return list(services.pull.pull(s, PullRequest(10, True)).get("receivedMessages", []))
 
 
 def _queue_url(services: Services, s: names.Name) -> str:
@@ -88,7 +89,7 @@ def test_expiry_is_followed_by_the_retry_backoff(services: Services, clock: Fake
     (first,) = _pull(services, sub())
     assert first["deliveryAttempt"] == 1
     assert spy.received[-1] == 10 + 30  # if this delivery expires, the first backoff follows it
-    services.pull.modify_ack_deadline(sub(), {"ackIds": [first["ackId"]], "ackDeadlineSeconds": 20})
+    services.pull.modify_ack_deadline(sub(), ModifyAckDeadlineRequest((first["ackId"],), 20))
     assert spy.changes[-1][1] == 20 + 30  # a new deadline keeps the backoff behind it
     # The deadline (and its backoff) pass without an ack: SQS shows the message again.
     receipt = spy.changes[-1][0]
@@ -96,7 +97,7 @@ def test_expiry_is_followed_by_the_retry_backoff(services: Services, clock: Fake
     (second,) = _pull(services, sub())
     assert second["deliveryAttempt"] == 2
     assert spy.changes[-1][1] == 10 + 60  # the second expiry would be followed by a doubled backoff
-    services.pull.modify_ack_deadline(sub(), {"ackIds": [second["ackId"]], "ackDeadlineSeconds": 0})
+    services.pull.modify_ack_deadline(sub(), ModifyAckDeadlineRequest((second["ackId"],), 0))
     assert spy.changes[-1][1] == 60  # a nack at attempt 2: the same doubled backoff
 
 
@@ -107,7 +108,7 @@ def test_no_retry_policy_means_no_backoff(ready: Services) -> None:
     Stream(ready).pump()
     (msg,) = _pull(ready, sub())
     assert spy.received[-1] == 10 and "deliveryAttempt" not in msg
-    ready.pull.modify_ack_deadline(sub(), {"ackIds": [msg["ackId"]], "ackDeadlineSeconds": 0})
+    ready.pull.modify_ack_deadline(sub(), ModifyAckDeadlineRequest((msg["ackId"],), 0))
     assert spy.changes[-1][1] == 0
     (again,) = _pull(ready, sub())
     assert again["message"]["messageId"] == msg["message"]["messageId"]
@@ -128,7 +129,7 @@ def test_missing_dead_letter_topic_keeps_and_counts_messages(services: Services,
     for attempt in range(1, 6):
         (msg,) = _pull(services, sub())
         assert msg["deliveryAttempt"] == attempt
-        services.pull.modify_ack_deadline(sub(), {"ackIds": [msg["ackId"]], "ackDeadlineSeconds": 0})
+        services.pull.modify_ack_deadline(sub(), ModifyAckDeadlineRequest((msg["ackId"],), 0))
     spy = Spy(services.ctx.queues)
     services.ctx.queues = spy  # type: ignore[assignment]
     assert _pull(services, sub()) == []  # not delivered: parked, since it cannot be dead-lettered

@@ -15,11 +15,10 @@ from chalicelib.core.errors import FailedPrecondition, InvalidArgument
 from chalicelib.core.models import PushConfig, Subscription
 from chalicelib.local.push_pump import PushPump
 from chalicelib.runtime import Services
-from chalicelib.service.context import Context
 from chalicelib.service.push_config import modify_push_config, validate
 from chalicelib.store import aws
 from chalicelib.store.mappings import MappingStore
-from chalicelib.store.throttle import PushStore, queue_arn, queue_key
+from chalicelib.store.push_state import PushStore, queue_arn, queue_key
 from tests.functional.conftest import FakeClock
 
 P = "push-project"
@@ -50,8 +49,8 @@ def test_invalid_endpoints_are_refused_at_create(ready: Services, endpoint: str)
 
 def test_local_mode_accepts_loopback_and_deployed_mode_refuses_it(ready: Services) -> None:
     create(ready, {"pushEndpoint": "http://127.0.0.1:8080/hook"})
-    deployed = Services.build(Context(dataclasses.replace(ready.ctx.config, deployed=True), ready.ctx.resources,
-                                      ready.ctx.log, ready.ctx.queues, ready.ctx.leases, ready.ctx.clock))
+    deployed = Services.build(dataclasses.replace(ready.ctx, config=dataclasses.replace(ready.ctx.config,
+                                                                                    deployed=True)))
     with pytest.raises(InvalidArgument, match="https"):
         modify_push_config(deployed.admin, SUB, {"pushConfig": {"pushEndpoint": "http://93.184.216.34/x"}})
     with pytest.raises(InvalidArgument, match="loopback"):
@@ -137,8 +136,8 @@ def test_deployed_mode_manages_event_source_mappings(ready: Services) -> None:
     function = _push_function(ready)
     config = dataclasses.replace(ready.ctx.config, deployed=True, push_function=function,
                                  push_signing_key="", push_max_concurrency=3)
-    services = Services.build(dataclasses.replace(ready.ctx, config=config))
     mappings = MappingStore(config)
+    services = Services.build(dataclasses.replace(ready.ctx, config=config, mappings=mappings))
     create(services, {"pushEndpoint": PUBLIC})
     rec = services.ctx.resources.require_subscription(SUB)
     arn = queue_arn(rec.queue_url, config.region)

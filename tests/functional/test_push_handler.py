@@ -12,13 +12,14 @@ import pytest
 
 from chalicelib.core import names
 from chalicelib.core.backoff import PushThrottle, ThrottleState
+from chalicelib.core.requests import PullRequest
 from chalicelib.delivery.fanout import FanOut
 from chalicelib.delivery.push import PushDelivery
 from chalicelib.local.push_pump import lambda_record
 from chalicelib.runtime import Services
 from chalicelib.service.push_config import token_signer
 from chalicelib.store import aws
-from chalicelib.store.throttle import PushStore, queue_arn
+from chalicelib.store.push_state import PushStore, queue_arn
 from tests.functional.conftest import FakeClock, stream_event
 
 P = "push-project"
@@ -276,7 +277,7 @@ def test_switched_to_pull_hands_messages_back_at_once(ready: Services, clock: Fa
     delivery = handler(ready, endpoint, clock)
     result = delivery.handle(event)
     assert endpoint.calls == [] and len(failures(result)) == 1
-    pulled = ready.pull.pull(sub(), {"maxMessages": 5, "returnImmediately": True})["receivedMessages"]
+    pulled = ready.pull.pull(sub(), PullRequest(5, True))["receivedMessages"]
     assert base64.b64decode(pulled[0]["message"]["data"]) == b"a"
 
 
@@ -334,7 +335,7 @@ def test_past_max_delivery_attempts_goes_to_the_dead_letter_topic(ready: Service
     stream = stream_event(ready)
     stream["Records"] = [r for r in stream["Records"] if r["dynamodb"]["NewImage"]["topic"]["S"] == dead.path]
     FanOut(ready.ctx).handle(stream)
-    [got] = ready.pull.pull(sub("dl-reader"), {"maxMessages": 5, "returnImmediately": True})["receivedMessages"]
+    [got] = ready.pull.pull(sub("dl-reader"), PullRequest(5, True))["receivedMessages"]
     assert base64.b64decode(got["message"]["data"]) == b"poison"
     assert got["message"]["attributes"]["CloudPubSubDeadLetterSourceDeliveryCount"] == "5"
     assert got["message"]["attributes"]["k"] == "v" and mid

@@ -113,13 +113,11 @@ class Rig:
         self.active: list[float] = []
         self.answer = answer
         config = Config()
-        ctx = SimpleNamespace(config=config, clock=self.clock, queues=self.queue, log=None,
-                              resources=SimpleNamespace(get_subscription=lambda name: self.rec,
+        self.skips = Skips()
+        ctx = SimpleNamespace(config=config, clock=self.clock, queues=self.queue, log=None, push=self.store,
+                              skips=self.skips, resources=SimpleNamespace(get_subscription=lambda name: self.rec,
                                                         mark_active=lambda name, now: self.active.append(now)))
         self.delivery = PushDelivery(ctx, post=self.post, sleep=self.clock.advance, workers=1)  # type: ignore[arg-type]
-        self.delivery.push = self.store  # type: ignore[assignment]
-        self.skips = Skips()
-        self.delivery.attempts.store = self.skips  # type: ignore[assignment]
         pump = SimpleNamespace(push=self.store, sqs=self.queue, handler=self.delivery.handle, config=config,
                                clock=self.clock, batch_size=10, stopped=SimpleNamespace(is_set=lambda: False))
         self.poller = Poller(pump, self.rec)  # type: ignore[arg-type]
