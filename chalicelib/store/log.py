@@ -8,7 +8,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from chalicelib.config import Config
-from chalicelib.core import archive as layout
+from chalicelib.core import archive_layout as layout
 from chalicelib.core.errors import Unavailable
 from chalicelib.store import archive, aws
 from chalicelib.store.errors import aws_errors
