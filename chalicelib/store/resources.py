@@ -105,8 +105,8 @@ def _through(cache: TtlCache[str, R], name: Name, load: Callable[[Name], R]) -> 
 
 
 class ResourceStore:
-    """Resource records; ``cached_*`` serve the data path from a short per-process cache (DESIGN.md section 4),
-    which this process's own writes invalidate at once."""
+    """Resource records; ``cached_*`` serve the data path from a short per-process cache
+    (docs/decisions/cost-model.md), which this process's own writes invalidate at once."""
 
     def __init__(self, config: Config) -> None:
         self._ddb = aws.dynamodb(config)
