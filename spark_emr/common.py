@@ -248,7 +248,7 @@ def base_parser(description: str) -> argparse.ArgumentParser:
 
 def raw_prefixes(project: str, topics: list[str]) -> list[str]:
     """Listing prefixes for the selection (all of raw/ when nothing is selected)."""
-    from chalicelib.core import archive as layout
+    from chalicelib.core import archive_layout as layout
 
     if topics:
         return [layout.raw_topic_prefix(t) for t in topics]
@@ -258,7 +258,7 @@ def raw_prefixes(project: str, topics: list[str]) -> list[str]:
 
 
 def archive_prefixes(project: str, topics: list[str]) -> list[str]:
-    from chalicelib.core import archive as layout
+    from chalicelib.core import archive_layout as layout
 
     if topics:
         return [layout.archive_topic_prefix(t) for t in topics]

@@ -32,7 +32,7 @@ from spark_emr import common  # noqa: E402
 
 common.ensure_importable()
 
-from chalicelib.core import archive as layout  # noqa: E402
+from chalicelib.core import archive_layout as layout  # noqa: E402
 from spark_emr import plan as planning  # noqa: E402
 from spark_emr import tasks  # noqa: E402
 

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from chalicelib.core import archive as layout
+from chalicelib.core import archive_layout as layout
 
 HourId = tuple[str, int]  # (topic, hour start in epoch ms)
 

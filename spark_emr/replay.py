@@ -33,7 +33,7 @@ from spark_emr import common  # noqa: E402
 
 common.ensure_importable()
 
-from chalicelib.core import archive as layout  # noqa: E402
+from chalicelib.core import archive_layout as layout  # noqa: E402
 from spark_emr import records, tasks, transforms  # noqa: E402
 
 COUNTS = ("sent", "inline", "pointer", "too_large", "failed")

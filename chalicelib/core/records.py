@@ -1,4 +1,5 @@
-"""Resources as Metro stores them: the Google-shaped spec plus Metro's own bookkeeping."""
+"""Records as Metro stores them: resources (the Google-shaped spec plus Metro's own bookkeeping) and the
+message log's entries. Their DynamoDB marshalling lives in store/."""
 
 from __future__ import annotations
 
@@ -31,3 +32,18 @@ class SubscriptionRecord:
 
     def with_spec(self, spec: Subscription) -> SubscriptionRecord:
         return SubscriptionRecord(spec, self.created, self.queue_url, self.queue_gen)
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    """One publish request as the messages table records it (see docs/storage.md)."""
+
+    topic: str
+    request_id: str
+    key: str
+    body_start: int
+    count: int
+    size: int
+    publish_time: str
+    expires: int
+    fanned: bool = False  # publish already enqueued the messages for every subscription

@@ -18,10 +18,10 @@ from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import 
 
 from chalicelib.core import payload
 from chalicelib.core.errors import Unavailable
-from chalicelib.core.records import SubscriptionRecord
+from chalicelib.core.records import LogEntry, SubscriptionRecord
 from chalicelib.service.context import Context
 from chalicelib.service.enqueue import enqueue, wants
-from chalicelib.store.log import LogEntry
+from chalicelib.store.log import entry_from_item
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +52,7 @@ class FanOut:
             if record.event_name is None or record.event_name.name != "INSERT":
                 return
             image = record.raw_event["dynamodb"]["NewImage"]
-            entry = LogEntry.from_item(image)
+            entry = entry_from_item(image)
             if entry.fanned:
                 return
             if entry.topic not in cache:

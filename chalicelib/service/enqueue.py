@@ -12,9 +12,8 @@ import functools
 
 from chalicelib.core import envelope, ids, payload
 from chalicelib.core.filters import Filter, parse_filter
-from chalicelib.core.records import SubscriptionRecord
+from chalicelib.core.records import LogEntry, SubscriptionRecord
 from chalicelib.service.context import Context
-from chalicelib.store.log import LogEntry
 from chalicelib.store.queues import Outgoing
 
 # SQS counts each 64 KiB of payload as one request and caps a message at 256 KiB.

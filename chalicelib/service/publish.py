@@ -22,10 +22,10 @@ from chalicelib.core import ids, limits, payload
 from chalicelib.core.errors import MetroError
 from chalicelib.core.messages import NewMessage, parse_publish
 from chalicelib.core.names import Name
+from chalicelib.core.records import LogEntry
 from chalicelib.core.timefmt import format_timestamp_us, parse_duration
 from chalicelib.service.context import Context
 from chalicelib.service.enqueue import enqueue
-from chalicelib.store.log import LogEntry
 
 log = logging.getLogger(__name__)
 

@@ -13,12 +13,13 @@ import io
 from collections import defaultdict
 from collections.abc import Iterable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from chalicelib.core import archive as layout
+from chalicelib.core import archive_layout as layout
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
+    from mypy_boto3_s3 import S3Client
 
 # Columns of an archive parquet file, in order.
 COLUMNS = ("message_id", "publish_time", "ordering_key", "attributes", "data", "raw_key", "request_id")
@@ -62,7 +63,7 @@ def _is_missing(exc: Exception) -> bool:
     return code in ("NoSuchKey", "404", "NotFound")
 
 
-def read_manifest(s3_client: Any, bucket: str, topic: str, hour: datetime) -> layout.Manifest | None:
+def read_manifest(s3_client: S3Client, bucket: str, topic: str, hour: datetime) -> layout.Manifest | None:
     """The committed manifest of one topic hour, or None when the hour has none."""
     try:
         obj = s3_client.get_object(Bucket=bucket, Key=layout.manifest_key(topic, hour))
@@ -73,7 +74,7 @@ def read_manifest(s3_client: Any, bucket: str, topic: str, hour: datetime) -> la
     return layout.parse_manifest(obj["Body"].read())
 
 
-def _read_hour(s3_client: Any, bucket: str, manifest: layout.Manifest, wanted: set[str]) -> dict[str, Body]:
+def _read_hour(s3_client: S3Client, bucket: str, manifest: layout.Manifest, wanted: set[str]) -> dict[str, Body]:
     import pyarrow.compute as pc
 
     found: dict[str, Body] = {}
@@ -86,13 +87,13 @@ def _read_hour(s3_client: Any, bucket: str, manifest: layout.Manifest, wanted: s
     return found
 
 
-def _string_array(values: Iterable[str]) -> Any:
+def _string_array(values: Iterable[str]) -> pa.Array:
     import pyarrow as pa
 
     return pa.array(sorted(values), type=pa.string())
 
 
-def read_archived_bodies(s3_client: Any, bucket: str, topic: str, message_ids: Iterable[str]) -> dict[str, Body]:
+def read_archived_bodies(s3_client: S3Client, bucket: str, topic: str, message_ids: Iterable[str]) -> dict[str, Body]:
     """Bodies of archived messages of ``topic``: ``{message_id: (data, attributes, ordering_key)}``.
 
     Ids that are not in the archive (not compacted yet, or past retention) are absent from the

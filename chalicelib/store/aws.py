@@ -6,6 +6,10 @@ where they leave botocore, by *part* (a per-thread label the caller sets with :f
 for example ``api:publish``, ``fanout`` or ``pump``), service and operation: calls, HTTP attempts
 (retries included), errors, and whatever billing units an optional meter derives from the call's
 parameters and parsed response.
+
+Stores take their clients from the typed accessors (:func:`dynamodb`, :func:`dynamodb_streams`, :func:`s3`,
+:func:`sqs`, :func:`lambda_`), so mypy checks every call against the pinned mypy-boto3 stubs; the stubs are
+needed by the type checker only. :func:`client` is the untyped form, for tools and tests.
 """
 
 from __future__ import annotations
@@ -16,16 +20,31 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
 
 import boto3
+from botocore.client import BaseClient
 from botocore.config import Config as BotoConfig
 
 from chalicelib.config import Config
 
+if TYPE_CHECKING:  # the stubs are a development dependency; nothing needs them at run time
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef
+    from mypy_boto3_dynamodbstreams import DynamoDBStreamsClient
+    from mypy_boto3_lambda import LambdaClient
+    from mypy_boto3_s3 import S3Client
+    from mypy_boto3_sqs import SQSClient
+
+    Item = dict[str, AttributeValueTypeDef]  # a DynamoDB item (or key) in the low-level client's form
+
 # (service id, operation, API parameters, parsed response) -> billing units, e.g. {"wu": 1.0}
 Meter = Callable[[str, str, Mapping[str, Any], Mapping[str, Any]], Mapping[str, float]]
 Key = tuple[str, str, str]  # (part, service id, operation)
+
+ClientT = TypeVar("ClientT", bound=BaseClient)
+P = ParamSpec("P")
+R = TypeVar("R")
 
 DEFAULT_PART = "other"
 _PARAMS = "metro_counted_params"
@@ -123,11 +142,11 @@ def part(label: str) -> Iterator[None]:
         set_part(previous)
 
 
-def in_callers_part(fn: Callable[..., Any]) -> Callable[..., Any]:
+def in_callers_part(fn: Callable[P, R]) -> Callable[P, R]:
     """Wrap ``fn`` to run, on whichever thread, under the calling thread's part label (for thread pools)."""
     label = current_part()
 
-    def run(*args: Any, **kwargs: Any) -> Any:
+    def run(*args: P.args, **kwargs: P.kwargs) -> R:
         with part(label):
             return fn(*args, **kwargs)
 
@@ -171,7 +190,7 @@ def _on_call_error(event_name: str, context: dict[str, Any], **_: Any) -> None:
         counter.call(*_names(event_name), context.get(_PARAMS, {}), {}, True, _elapsed(context))
 
 
-def instrument(client: Any) -> Any:
+def instrument(client: ClientT) -> ClientT:
     """Attach the counting handlers to a client (done for every client built here)."""
     events = client.meta.events
     events.register("before-parameter-build", _on_params)
@@ -187,11 +206,32 @@ def _session() -> boto3.session.Session:
 
 
 def client(service: str, config: Config) -> Any:
+    """The process's client of ``service``, untyped (stores use the typed accessors below)."""
     return _client(service, config.region, config.endpoint_url)
 
 
+def dynamodb(config: Config) -> DynamoDBClient:
+    return cast("DynamoDBClient", _client("dynamodb", config.region, config.endpoint_url))
+
+
+def dynamodb_streams(config: Config) -> DynamoDBStreamsClient:
+    return cast("DynamoDBStreamsClient", _client("dynamodbstreams", config.region, config.endpoint_url))
+
+
+def s3(config: Config) -> S3Client:
+    return cast("S3Client", _client("s3", config.region, config.endpoint_url))
+
+
+def sqs(config: Config) -> SQSClient:
+    return cast("SQSClient", _client("sqs", config.region, config.endpoint_url))
+
+
+def lambda_(config: Config) -> LambdaClient:
+    return cast("LambdaClient", _client("lambda", config.region, config.endpoint_url))
+
+
 @functools.cache
-def _client(service: str, region: str, endpoint_url: str | None) -> Any:
+def _client(service: str, region: str, endpoint_url: str | None) -> BaseClient:
     boto_config = BotoConfig(
         retries={"mode": "standard", "max_attempts": 5},
         max_pool_connections=64,
@@ -199,8 +239,9 @@ def _client(service: str, region: str, endpoint_url: str | None) -> Any:
         read_timeout=30,
         tcp_keepalive=True,
     )
-    session: Any = _session()
-    return instrument(session.client(service, region_name=region, endpoint_url=endpoint_url, config=boto_config))
+    session: Any = _session()  # the stubs type client() per literal service name only
+    built: BaseClient = session.client(service, region_name=region, endpoint_url=endpoint_url, config=boto_config)
+    return instrument(built)
 
 
 def reset_clients() -> None:

@@ -1,32 +1,80 @@
-"""Turns botocore failures into Metro's errors, so nothing above store/ sees botocore."""
+"""Turns botocore failures into Metro's errors, so nothing above store/ sees botocore.
+
+What a client sees is chosen by the kind of failure, never copied from AWS: AWS error codes and
+messages name tables, queues, keys and account details, so they go to the log only.
+
+- throttling (any service's throttling codes, or HTTP 429): RESOURCE_EXHAUSTED (429) with a retry hint;
+- a value AWS refuses (ValidationException and the like): INVALID_ARGUMENT (400), since a retry cannot help;
+- a conflict with a concurrent transaction: ABORTED (409), which Google's clients retry;
+- anything else, and connection failures: UNAVAILABLE (503) with a retry hint.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import logging
 from collections.abc import Iterator
+from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from chalicelib.core.errors import MetroError, ResourceExhausted, Unavailable
+from chalicelib.core.errors import Aborted, InvalidArgument, MetroError, ResourceExhausted, Unavailable
 
 log = logging.getLogger(__name__)
 
-_THROTTLED = {
-    "ThrottlingException",
-    "ProvisionedThroughputExceededException",
-    "RequestLimitExceeded",
-    "SlowDown",
-    "RequestThrottled",
-    "TooManyRequestsException",
-}
+# The throttling codes of DynamoDB, S3, SQS and Lambda (and the generic ones botocore's retry mode knows).
+THROTTLED = frozenset({
+    "ThrottlingException", "Throttling", "ThrottledException", "RequestThrottledException",
+    "ProvisionedThroughputExceededException", "RequestLimitExceeded", "LimitExceededException",
+    "TooManyRequestsException", "SlowDown", "RequestThrottled", "OverLimit", "KmsThrottled",
+    "BandwidthLimitExceeded", "PriorRequestNotComplete",
+})
+# Codes that say the request itself carried a value AWS refuses: retrying the same request cannot succeed.
+INVALID = frozenset({
+    "ValidationException", "ValidationError", "SerializationException", "InvalidParameterValue",
+    "InvalidParameterValueException", "InvalidParameterCombination", "InvalidAttributeValue",
+    "InvalidArgument", "InvalidRequest", "InvalidRange", "MissingParameter", "EntityTooLarge",
+    "KeyTooLongError", "BatchRequestTooLong", "AWS.SimpleQueueService.BatchRequestTooLong",
+    "InvalidMessageContents", "ItemCollectionSizeLimitExceededException",
+})
+CONFLICT = frozenset({"TransactionConflictException", "TransactionInProgressException",
+                      "TransactionCanceledException", "ConditionalCheckFailedException"})
+
+RETRY_DELAY = "1s"  # the hint Metro gives; Google's clients back off exponentially from their own settings
+
+
+def retry_info(delay: str = RETRY_DELAY) -> dict[str, Any]:
+    """A google.rpc.RetryInfo error detail."""
+    return {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": delay}
 
 
 def code_of(exc: ClientError) -> str:
     return str(exc.response.get("Error", {}).get("Code", ""))
 
 
+def _status_of(exc: ClientError) -> int:
+    return int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
+
+
 CONDITIONAL = ("ConditionalCheckFailedException", "TransactionCanceledException")
+
+
+def client_error(exc: ClientError, what: str) -> MetroError:
+    """The Metro error for an AWS error during ``what``; the AWS code and message are logged, not returned."""
+    code = code_of(exc)
+    log.warning("AWS error during %s: %s", what, exc)
+    if code in THROTTLED or _status_of(exc) == 429:
+        return ResourceExhausted("The service is busy; retry with backoff.", [retry_info()])
+    if code in INVALID:
+        return InvalidArgument("The request has a value the service cannot store or use.")
+    if code in CONFLICT:
+        return Aborted("The request conflicted with a concurrent change; retry.")
+    return Unavailable("The service is temporarily unavailable; retry.", [retry_info()])
+
+
+def connection_error(exc: BotoCoreError, what: str) -> MetroError:
+    log.warning("AWS connection error during %s: %s", what, exc)
+    return Unavailable("The service is temporarily unavailable; retry.", [retry_info()])
 
 
 @contextlib.contextmanager
@@ -37,13 +85,8 @@ def aws_errors(what: str, allow: tuple[str, ...] = CONDITIONAL) -> Iterator[None
     except MetroError:
         raise
     except ClientError as exc:
-        code = code_of(exc)
-        if code in allow:
+        if code_of(exc) in allow:
             raise
-        log.warning("AWS error during %s: %s", what, exc)
-        if code in _THROTTLED:
-            raise ResourceExhausted(f"The backend is throttling {what}; retry with backoff.") from exc
-        raise Unavailable(f"The backend failed during {what} ({code}); retry.") from exc
+        raise client_error(exc, what) from exc
     except BotoCoreError as exc:
-        log.warning("AWS connection error during %s: %s", what, exc)
-        raise Unavailable(f"The backend is unreachable during {what}; retry.") from exc
+        raise connection_error(exc, what) from exc

@@ -2,66 +2,60 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
 from chalicelib.config import Config
-from chalicelib.core import archive as layout
+from chalicelib.core import archive_layout as layout
 from chalicelib.core.errors import Unavailable
+from chalicelib.core.records import LogEntry
 from chalicelib.store import archive, aws
 from chalicelib.store.errors import aws_errors
+
+if TYPE_CHECKING:
+    from chalicelib.store.aws import Item
 
 _MISSING = ("NoSuchKey", "404")
 
 
-@dataclass(frozen=True)
-class LogEntry:
-    """One publish request as the messages table records it (see docs/storage.md)."""
+def entry_item(entry: LogEntry) -> Item:
+    """The messages table's item of a log entry (attribute names: docs/storage.md)."""
+    item: Item = {
+        "topic": {"S": entry.topic},
+        "rid": {"S": entry.request_id},
+        "key": {"S": entry.key},
+        "bs": {"N": str(entry.body_start)},
+        "n": {"N": str(entry.count)},
+        "bytes": {"N": str(entry.size)},
+        "pt": {"S": entry.publish_time},
+        "ttl": {"N": str(entry.expires)},
+    }
+    if entry.fanned:
+        item["fo"] = {"BOOL": True}
+    return item
 
-    topic: str
-    request_id: str
-    key: str
-    body_start: int
-    count: int
-    size: int
-    publish_time: str
-    expires: int
-    fanned: bool = False  # publish already enqueued the messages for every subscription
 
-    def to_item(self) -> dict[str, Any]:
-        return {
-            "topic": {"S": self.topic},
-            "rid": {"S": self.request_id},
-            "key": {"S": self.key},
-            "bs": {"N": str(self.body_start)},
-            "n": {"N": str(self.count)},
-            "bytes": {"N": str(self.size)},
-            "pt": {"S": self.publish_time},
-            "ttl": {"N": str(self.expires)},
-            **({"fo": {"BOOL": True}} if self.fanned else {}),
-        }
-
-    @classmethod
-    def from_item(cls, item: dict[str, Any]) -> LogEntry:
-        return cls(
-            topic=item["topic"]["S"],
-            request_id=item["rid"]["S"],
-            key=item["key"]["S"],
-            body_start=int(item["bs"]["N"]),
-            count=int(item["n"]["N"]),
-            size=int(item["bytes"]["N"]),
-            publish_time=item["pt"]["S"],
-            expires=int(item["ttl"]["N"]),
-            fanned=bool(item.get("fo", {}).get("BOOL", False)),
-        )
+def entry_from_item(item: Mapping[str, Mapping[str, Any]]) -> LogEntry:
+    """A log entry from its item, as GetItem returns it or as a stream record's ``NewImage`` carries it."""
+    return LogEntry(
+        topic=item["topic"]["S"],
+        request_id=item["rid"]["S"],
+        key=item["key"]["S"],
+        body_start=int(item["bs"]["N"]),
+        count=int(item["n"]["N"]),
+        size=int(item["bytes"]["N"]),
+        publish_time=item["pt"]["S"],
+        expires=int(item["ttl"]["N"]),
+        fanned=bool(item.get("fo", {}).get("BOOL", False)),
+    )
 
 
 class MessageLog:
     def __init__(self, config: Config) -> None:
-        self._s3 = aws.client("s3", config)
-        self._ddb = aws.client("dynamodb", config)
+        self._s3 = aws.s3(config)
+        self._ddb = aws.dynamodb(config)
         self._bucket = config.bucket
         self._table = config.messages_table
 
@@ -76,7 +70,7 @@ class MessageLog:
 
     def put_entry(self, entry: LogEntry) -> None:
         with aws_errors("Publish (DynamoDB PutItem)"):
-            self._ddb.put_item(TableName=self._table, Item=entry.to_item())
+            self._ddb.put_item(TableName=self._table, Item=entry_item(entry))
 
     def read_object(self, key: str) -> bytes | None:
         """The whole object, or None once it is gone (compacted into the archive)."""

@@ -11,7 +11,7 @@ Never call this against the emulator: moto would drain the queue into a Lambda i
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Final
 
 from botocore.exceptions import ClientError
 
@@ -19,23 +19,38 @@ from chalicelib.config import Config
 from chalicelib.store import aws
 from chalicelib.store.errors import aws_errors, code_of
 
+if TYPE_CHECKING:
+    from mypy_boto3_lambda.type_defs import (
+        EventSourceMappingConfigurationTypeDef,
+        ListEventSourceMappingsRequestTypeDef,
+    )
+
 log = logging.getLogger(__name__)
 
 _GONE = ("ResourceNotFoundException",)
 _BUSY = ("ResourceInUseException", "ResourceConflictException")
+_ON = ("Enabled", "Enabling", "Updating")
+_REPORT: Final = "ReportBatchItemFailures"
+
+Settings = tuple[bool, int, tuple[str, ...], int]  # enabled, batch size, response types, maximum concurrency
+
+
+def _settings(mapping: EventSourceMappingConfigurationTypeDef) -> Settings:
+    return (mapping.get("State") in _ON, mapping.get("BatchSize", 0), tuple(mapping.get("FunctionResponseTypes", [])),
+            mapping.get("ScalingConfig", {}).get("MaximumConcurrency", 0))
 
 
 class MappingStore:
     def __init__(self, config: Config) -> None:
-        self._lambda = aws.client("lambda", config)
+        self._lambda = aws.lambda_(config)
         self._function = config.push_function
         self._batch = max(1, min(config.push_batch_size, 10))
         self._concurrency = max(2, min(config.push_max_concurrency, 1000))
 
-    def find(self, queue_arn: str) -> list[dict[str, Any]]:
+    def find(self, queue_arn: str) -> list[EventSourceMappingConfigurationTypeDef]:
         """The mappings from ``queue_arn`` to the push function (normally zero or one)."""
-        found: list[dict[str, Any]] = []
-        args: dict[str, Any] = {"EventSourceArn": queue_arn, "FunctionName": self._function}
+        found: list[EventSourceMappingConfigurationTypeDef] = []
+        args: ListEventSourceMappingsRequestTypeDef = {"EventSourceArn": queue_arn, "FunctionName": self._function}
         with aws_errors("ListEventSourceMappings"):
             while True:
                 resp = self._lambda.list_event_source_mappings(**args)
@@ -49,20 +64,9 @@ class MappingStore:
         for mapping in self.find(queue_arn):
             if mapping.get("State") in ("Deleting",):
                 continue
-            uuid = str(mapping["UUID"])
-            wanted = {"Enabled": True, "BatchSize": self._batch,
-                      "FunctionResponseTypes": ["ReportBatchItemFailures"],
-                      "ScalingConfig": {"MaximumConcurrency": self._concurrency}}
-            current = {"Enabled": mapping.get("State") in ("Enabled", "Enabling", "Updating"),
-                       "BatchSize": mapping.get("BatchSize"),
-                       "FunctionResponseTypes": mapping.get("FunctionResponseTypes", []),
-                       "ScalingConfig": mapping.get("ScalingConfig", {})}
-            if current != wanted:
-                try:
-                    with aws_errors("UpdateEventSourceMapping", allow=_BUSY):
-                        self._lambda.update_event_source_mapping(UUID=uuid, **wanted)
-                except ClientError as exc:  # still being created or updated: it is on its way
-                    log.info("event source mapping %s is busy: %s", uuid, code_of(exc))
+            uuid = mapping["UUID"]
+            if _settings(mapping) != (True, self._batch, (_REPORT,), self._concurrency):
+                self._update(uuid)
             return uuid
         with aws_errors("CreateEventSourceMapping"):
             resp = self._lambda.create_event_source_mapping(
@@ -71,11 +75,20 @@ class MappingStore:
                 Enabled=True,
                 BatchSize=self._batch,
                 MaximumBatchingWindowInSeconds=0,
-                FunctionResponseTypes=["ReportBatchItemFailures"],
+                FunctionResponseTypes=[_REPORT],
                 ScalingConfig={"MaximumConcurrency": self._concurrency},
             )
         log.info("created event source mapping %s for %s", resp["UUID"], queue_arn)
-        return str(resp["UUID"])
+        return resp["UUID"]
+
+    def _update(self, uuid: str) -> None:
+        try:
+            with aws_errors("UpdateEventSourceMapping", allow=_BUSY):
+                self._lambda.update_event_source_mapping(
+                    UUID=uuid, Enabled=True, BatchSize=self._batch, FunctionResponseTypes=[_REPORT],
+                    ScalingConfig={"MaximumConcurrency": self._concurrency})
+        except ClientError as exc:  # still being created or updated: it is on its way
+            log.info("event source mapping %s is busy: %s", uuid, code_of(exc))
 
     def remove(self, queue_arn: str) -> int:
         """Delete every mapping from ``queue_arn`` to the push function; returns how many."""

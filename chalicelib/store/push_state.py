@@ -14,13 +14,18 @@ lists the pushing ones with one Query.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from chalicelib.config import Config
 from chalicelib.core.backoff import ThrottleState
 from chalicelib.store import aws, batch
 from chalicelib.store.errors import aws_errors
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef, QueryInputTypeDef, WriteRequestTypeDef
+
+    from chalicelib.store.aws import Item
 
 INDEX_PK = "push#index"
 _FIELDS = ("acks", "nacks", "updated", "streak", "window", "ceiling")
@@ -48,7 +53,7 @@ def queue_arn(url: str, region: str) -> str:
     return f"arn:{partition}:sqs:{region}:{account}:{name}"
 
 
-def _number(value: float) -> dict[str, str]:
+def _number(value: float) -> AttributeValueTypeDef:
     # DynamoDB numbers stop at 1e-130: decayed weights that small are zero anyway.
     value = float(value)
     return {"N": "0" if abs(value) < 1e-9 else f"{value:.17g}"}
@@ -56,12 +61,12 @@ def _number(value: float) -> dict[str, str]:
 
 class PushStore:
     def __init__(self, config: Config) -> None:
-        self._ddb = aws.client("dynamodb", config)
+        self._ddb = aws.dynamodb(config)
         self._table = config.resources_table
 
     # -- throttle state -----------------------------------------------------------------------
     @staticmethod
-    def _throttle_key(subscription: str) -> dict[str, Any]:
+    def _throttle_key(subscription: str) -> Item:
         return {"pk": {"S": f"push#{subscription}"}, "sk": {"S": "throttle"}}
 
     def load_throttle(self, subscription: str) -> ThrottleState:
@@ -73,19 +78,19 @@ class PushStore:
         return ThrottleState.from_dict({k: float(item[k]["N"]) for k in _FIELDS if k in item})
 
     def save_throttle(self, subscription: str, state: ThrottleState) -> None:
-        item = {**self._throttle_key(subscription), **{k: _number(v) for k, v in state.to_dict().items()}}
+        item: Item = {**self._throttle_key(subscription), **{k: _number(v) for k, v in state.to_dict().items()}}
         with aws_errors("PutItem (push throttle)"):
             self._ddb.put_item(TableName=self._table, Item=item)
 
     # -- push index -----------------------------------------------------------------------------
     def index_put(self, key: str, subscription: str, push: bool = True) -> None:
-        item = {"pk": {"S": INDEX_PK}, "sk": {"S": key}, "sub": {"S": subscription}, "push": {"BOOL": push}}
+        item: Item = {"pk": {"S": INDEX_PK}, "sk": {"S": key}, "sub": {"S": subscription}, "push": {"BOOL": push}}
         with aws_errors("PutItem (push index)"):
             self._ddb.put_item(TableName=self._table, Item=item)
 
     def forget(self, key: str, subscription: str) -> None:
         """Delete a subscription's index item and throttle state (one BatchWriteItem)."""
-        deletes = [{"DeleteRequest": {"Key": {"pk": {"S": INDEX_PK}, "sk": {"S": key}}}},
+        deletes: list[WriteRequestTypeDef] = [{"DeleteRequest": {"Key": {"pk": {"S": INDEX_PK}, "sk": {"S": key}}}},
                    {"DeleteRequest": {"Key": self._throttle_key(subscription)}}]
         batch.write_all(self._ddb, self._table, deletes, "BatchWriteItem (push state)")
 
@@ -98,7 +103,7 @@ class PushStore:
 
     def index_list(self) -> list[str]:
         """Every push subscription's name (one Query, paged)."""
-        args: dict[str, Any] = {
+        args: QueryInputTypeDef = {
             "TableName": self._table,
             "KeyConditionExpression": "pk = :pk",
             "FilterExpression": "#push = :yes",

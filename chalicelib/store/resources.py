@@ -12,12 +12,10 @@ transaction, conditioned on the topic's existence at creation.
 
 from __future__ import annotations
 
-import base64
-import json
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from botocore.exceptions import ClientError
 
@@ -25,44 +23,57 @@ from chalicelib.config import Config
 from chalicelib.core.errors import AlreadyExists, InvalidArgument, NotFound
 from chalicelib.core.models import Subscription, Topic
 from chalicelib.core.names import Name
+from chalicelib.core.pagetokens import PageTokens
 from chalicelib.core.records import SubscriptionRecord, TopicRecord
 from chalicelib.core.ttlcache import TtlCache
 from chalicelib.store import aws
-from chalicelib.store.errors import aws_errors, code_of
+from chalicelib.store.errors import aws_errors, client_error, code_of
 
-Page = tuple[list[Any], str]
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.type_defs import QueryInputTypeDef, ScanInputTypeDef, TransactWriteItemTypeDef
+
+    from chalicelib.store.aws import Item
+
 R = TypeVar("R")
 _POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="metro-resources")
 
 
-def _topic_key(name: Name) -> dict[str, Any]:
+def _topic_key(name: Name) -> Item:
     return {"pk": {"S": f"project#{name.project}"}, "sk": {"S": f"topic#{name.id}"}}
 
 
-def _sub_key(name: Name) -> dict[str, Any]:
+def _sub_key(name: Name) -> Item:
     return {"pk": {"S": f"project#{name.project}"}, "sk": {"S": f"sub#{name.id}"}}
 
 
-def _index_key(topic: str, sub: str) -> dict[str, Any]:
+def _index_key(topic: str, sub: str) -> Item:
     return {"pk": {"S": f"topic#{topic}"}, "sk": {"S": f"sub#{sub}"}}
 
 
-def _encode_token(key: dict[str, Any] | None) -> str:
-    return base64.urlsafe_b64encode(json.dumps(key).encode()).decode() if key else ""
-
-
-def _decode_token(token: str) -> dict[str, Any] | None:
-    if not token:
+def _start_key(pk: str, prefix: str, position: dict[str, str] | None) -> Item | None:
+    """The ExclusiveStartKey of a verified page token's position (the sort key where the last page ended)."""
+    if position is None:
         return None
-    try:
-        key = json.loads(base64.urlsafe_b64decode(token.encode()))
-        assert isinstance(key, dict) and set(key) == {"pk", "sk"}
-        return key
-    except Exception:
-        raise InvalidArgument(f"Invalid page token: {token[:40]!r}") from None
+    sort_key = position.get("sk", "")
+    if set(position) != {"sk"} or not sort_key.startswith(prefix):
+        raise InvalidArgument("Invalid page token")
+    return {"pk": {"S": pk}, "sk": {"S": sort_key}}
 
 
-def _sub_item(rec: SubscriptionRecord) -> dict[str, Any]:
+def _cancellation_reasons(exc: ClientError) -> list[str]:
+    """The per-item reasons of a cancelled transaction, in the order of its items ("None" where an item passed)."""
+    return [str(r.get("Code", "None")) for r in exc.response.get("CancellationReasons", [])]
+
+
+def _condition_failed(exc: ClientError) -> bool:
+    """A transaction cancelled by its first item's condition (or by a condition, when AWS gives no reasons)."""
+    if code_of(exc) != "TransactionCanceledException":
+        return False
+    reasons = _cancellation_reasons(exc)
+    return not reasons or reasons[0] == "ConditionalCheckFailed"
+
+
+def _sub_item(rec: SubscriptionRecord) -> Item:
     return {
         "doc": {"S": rec.spec.model_dump_json(by_alias=True, exclude_none=True)},
         "created": {"N": repr(rec.created)},
@@ -71,7 +82,7 @@ def _sub_item(rec: SubscriptionRecord) -> dict[str, Any]:
     }
 
 
-def _sub_record(item: dict[str, Any]) -> SubscriptionRecord:
+def _sub_record(item: Item) -> SubscriptionRecord:
     return SubscriptionRecord(
         spec=Subscription.model_validate_json(item["doc"]["S"]),
         created=float(item["created"]["N"]),
@@ -80,7 +91,7 @@ def _sub_record(item: dict[str, Any]) -> SubscriptionRecord:
     )
 
 
-def _topic_record(item: dict[str, Any]) -> TopicRecord:
+def _topic_record(item: Item) -> TopicRecord:
     return TopicRecord(Topic.model_validate_json(item["doc"]["S"]), float(item["created"]["N"]))
 
 
@@ -94,12 +105,13 @@ def _through(cache: TtlCache[str, R], name: Name, load: Callable[[Name], R]) -> 
 
 
 class ResourceStore:
-    """Resource records; ``cached_*`` serve the data path from a short per-process cache (DESIGN.md section 4),
-    which this process's own writes invalidate at once."""
+    """Resource records; ``cached_*`` serve the data path from a short per-process cache
+    (docs/decisions/cost-model.md), which this process's own writes invalidate at once."""
 
     def __init__(self, config: Config) -> None:
-        self._ddb = aws.client("dynamodb", config)
+        self._ddb = aws.dynamodb(config)
         self._table = config.resources_table
+        self._tokens = PageTokens(config.ack_secret)
         self._topics: TtlCache[str, TopicRecord] = TtlCache(config.metadata_cache_seconds)
         self._subs: TtlCache[str, SubscriptionRecord] = TtlCache(config.metadata_cache_seconds)
 
@@ -112,15 +124,15 @@ class ResourceStore:
 
     # -- topics ---------------------------------------------------------------------------
     def create_topic(self, name: Name, topic: Topic, now: float) -> TopicRecord:
-        item = {**_topic_key(name), "doc": {"S": topic.model_dump_json(by_alias=True, exclude_none=True)},
-                "created": {"N": repr(now)}}
+        item: Item = {**_topic_key(name), "doc": {"S": topic.model_dump_json(by_alias=True, exclude_none=True)},
+                      "created": {"N": repr(now)}}
         try:
             with aws_errors("CreateTopic"):
                 self._ddb.put_item(TableName=self._table, Item=item, ConditionExpression="attribute_not_exists(pk)")
         except ClientError as exc:
             if code_of(exc) == "ConditionalCheckFailedException":
                 raise AlreadyExists("Topic already exists") from None
-            raise
+            raise client_error(exc, "CreateTopic") from exc
         return TopicRecord(topic, now)
 
     def get_topic(self, name: Name) -> TopicRecord | None:
@@ -136,15 +148,15 @@ class ResourceStore:
 
     def put_topic(self, name: Name, rec: TopicRecord) -> None:
         self._topics.drop(name.path)
-        item = {**_topic_key(name), "doc": {"S": rec.spec.model_dump_json(by_alias=True, exclude_none=True)},
-                "created": {"N": repr(rec.created)}}
+        item: Item = {**_topic_key(name), "doc": {"S": rec.spec.model_dump_json(by_alias=True, exclude_none=True)},
+                      "created": {"N": repr(rec.created)}}
         try:
             with aws_errors("UpdateTopic"):
                 self._ddb.put_item(TableName=self._table, Item=item, ConditionExpression="attribute_exists(pk)")
         except ClientError as exc:
             if code_of(exc) == "ConditionalCheckFailedException":
                 raise NotFound("Topic not found") from None
-            raise
+            raise client_error(exc, "UpdateTopic") from exc
         finally:  # a reader may have cached the old record while the write ran
             self._topics.drop(name.path)
 
@@ -157,7 +169,7 @@ class ResourceStore:
         except ClientError as exc:
             if code_of(exc) == "ConditionalCheckFailedException":
                 raise NotFound("Topic not found") from None
-            raise
+            raise client_error(exc, "DeleteTopic") from exc
         finally:  # a reader may have cached the old record while the write ran
             self._topics.drop(name.path)
 
@@ -178,12 +190,12 @@ class ResourceStore:
                     {"Put": {"TableName": self._table, "Item": {**_index_key(topic.path, name.path), **item}}},
                 ])
         except ClientError as exc:
-            reasons = [r.get("Code") for r in exc.response.get("CancellationReasons", [])]
+            reasons = _cancellation_reasons(exc)
             if reasons and reasons[0] == "ConditionalCheckFailed":
                 raise NotFound("Subscription topic does not exist") from None
             if len(reasons) > 1 and reasons[1] == "ConditionalCheckFailed":
                 raise AlreadyExists("Subscription already exists") from None
-            raise
+            raise client_error(exc, "CreateSubscription") from exc
 
     def get_subscription(self, name: Name) -> SubscriptionRecord | None:
         with aws_errors("GetSubscription"):
@@ -200,7 +212,7 @@ class ResourceStore:
         """Replace a subscription and its topic index item; ``old_topic`` index item is removed."""
         self._subs.drop(name.path)
         item = _sub_item(rec)
-        ops: list[dict[str, Any]] = [{"Put": {"TableName": self._table, "Item": {**_sub_key(name), **item},
+        ops: list[TransactWriteItemTypeDef] = [{"Put": {"TableName": self._table, "Item": {**_sub_key(name), **item},
                                               "ConditionExpression": "attribute_exists(pk)"}}]
         if rec.attached:
             ops.append({"Put": {"TableName": self._table, "Item": {**_index_key(rec.spec.topic, name.path), **item}}})
@@ -210,9 +222,9 @@ class ResourceStore:
             with aws_errors("UpdateSubscription"):
                 self._ddb.transact_write_items(TransactItems=ops)
         except ClientError as exc:
-            if code_of(exc) == "TransactionCanceledException":
+            if _condition_failed(exc):
                 raise NotFound("Subscription does not exist") from None
-            raise
+            raise client_error(exc, "UpdateSubscription") from exc
         finally:  # a reader may have cached the old record while the write ran
             self._subs.drop(name.path)
 
@@ -226,27 +238,26 @@ class ResourceStore:
                     {"Delete": {"TableName": self._table, "Key": _index_key(topic, name.path)}},
                 ])
         except ClientError as exc:
-            if code_of(exc) == "TransactionCanceledException":
+            if _condition_failed(exc):
                 raise NotFound("Subscription does not exist") from None
-            raise
+            raise client_error(exc, "DeleteSubscription") from exc
         finally:  # a reader may have cached the old record while the write ran
             self._subs.drop(name.path)
 
     def mark_active(self, name: Name, now: float) -> None:
         """Record subscriber activity (for expirationPolicy); callers rate-limit it."""
-        with aws_errors("MarkActive"):
-            try:
+        try:
+            with aws_errors("MarkActive", allow=("ConditionalCheckFailedException",)):
                 self._ddb.update_item(TableName=self._table, Key=_sub_key(name), UpdateExpression="SET active = :t",
                                       ExpressionAttributeValues={":t": {"N": repr(now)}},
                                       ConditionExpression="attribute_exists(pk)")
-            except ClientError as exc:
-                if code_of(exc) != "ConditionalCheckFailedException":
-                    raise
+        except ClientError:
+            pass  # the subscription is gone: nothing to mark
 
     def all_subscriptions(self) -> list[tuple[SubscriptionRecord, float]]:
         """Every subscription with its last activity time (a paginated Scan; used by maintenance only)."""
         out = []
-        args: dict[str, Any] = {"TableName": self._table, "FilterExpression": "begins_with(sk, :s) AND "
+        args: ScanInputTypeDef = {"TableName": self._table, "FilterExpression": "begins_with(sk, :s) AND "
                                 "begins_with(pk, :p)", "ExpressionAttributeValues": {":s": {"S": "sub#"},
                                                                                      ":p": {"S": "project#"}}}
         with aws_errors("Scan"):
@@ -273,27 +284,30 @@ class ResourceStore:
         """:meth:`topic_subscriptions` on a background thread, so a caller can overlap it with other calls."""
         return _POOL.submit(aws.in_callers_part(lambda: self.topic_subscriptions(topic)[0]))
 
-    def _query(self, pk: str, prefix: str, page_size: int, token: str) -> tuple[list[dict[str, Any]], str]:
-        args: dict[str, Any] = {
+    def _query(self, pk: str, prefix: str, page_size: int, token: str) -> tuple[list[Item], str]:
+        """One page (``page_size`` 0: every item) of the items under ``pk`` whose sort key has ``prefix``."""
+        scope = f"{pk}\n{prefix}"
+        args: QueryInputTypeDef = {
             "TableName": self._table,
             "KeyConditionExpression": "pk = :pk AND begins_with(sk, :prefix)",
             "ExpressionAttributeValues": {":pk": {"S": pk}, ":prefix": {"S": prefix}},
             "ConsistentRead": True,
         }
-        start = _decode_token(token)
+        start = _start_key(pk, prefix, self._tokens.decode(scope, token))
         if start:
             args["ExclusiveStartKey"] = start
-        items: list[dict[str, Any]] = []
+        items: list[Item] = []
         with aws_errors("List"):
             while True:
-                if page_size:
-                    args["Limit"] = page_size - len(items)
+                if page_size:  # one item more than the page: it tells whether another page follows
+                    args["Limit"] = page_size + 1 - len(items)
                 resp = self._ddb.query(**args)
                 items.extend(resp.get("Items", []))
                 last = resp.get("LastEvaluatedKey")
-                if not last or (page_size and len(items) >= page_size):
+                if not last or (page_size and len(items) > page_size):
                     break
                 args["ExclusiveStartKey"] = last
-        if page_size and last:
-            return items, _encode_token({"pk": items[-1]["pk"], "sk": items[-1]["sk"]})
+        if page_size and len(items) > page_size:
+            del items[page_size:]
+            return items, self._tokens.encode(scope, {"sk": items[-1]["sk"]["S"]})
         return items, ""

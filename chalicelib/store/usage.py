@@ -20,7 +20,7 @@ _MISSING = ("NoSuchKey", "404", "NoSuchBucket")
 
 class UsageStore:
     def __init__(self, config: Config) -> None:
-        self._s3 = aws.client("s3", config)
+        self._s3 = aws.s3(config)
         self._bucket = config.bucket
 
     def summary(self, project: str) -> dict[str, Any] | None:

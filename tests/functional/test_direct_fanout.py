@@ -8,10 +8,11 @@ from typing import Any
 import pytest
 
 from chalicelib.core.errors import NotFound
+from chalicelib.core.records import LogEntry
 from chalicelib.core.requests import PullRequest
 from chalicelib.delivery.fanout import FanOut
 from chalicelib.runtime import Services
-from chalicelib.store.log import LogEntry
+from chalicelib.store.log import entry_from_item
 from tests.functional.conftest import FakeClock, stream_event
 from tests.functional.test_message_path import pull, sub, topic
 
@@ -34,7 +35,7 @@ def publish(services: Services, n: int, attrs: dict[str, str] | None = None) -> 
 
 
 def stream_entries(services: Services) -> list[LogEntry]:
-    return [LogEntry.from_item(r["dynamodb"]["NewImage"]) for r in stream_event(services)["Records"]]
+    return [entry_from_item(r["dynamodb"]["NewImage"]) for r in stream_event(services)["Records"]]
 
 
 def test_publish_enqueues_for_every_subscription_and_marks_the_log_item(direct: Services) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from chalicelib.core import archive as layout
+from chalicelib.core import archive_layout as layout
 from chalicelib.core import payload
 
 

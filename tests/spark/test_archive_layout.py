@@ -1,4 +1,4 @@
-"""chalicelib.core.archive: key naming, manifests, hours of ids (pure)."""
+"""chalicelib.core.archive_layout: key naming, manifests, hours of ids (pure)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from chalicelib.core import archive as layout
+from chalicelib.core import archive_layout as layout
 from chalicelib.core import payload
 
 TOPIC = "projects/p1/topics/t-1"

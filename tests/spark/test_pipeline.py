@@ -12,7 +12,7 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from chalicelib.core import archive as layout
+from chalicelib.core import archive_layout as layout
 from chalicelib.core import envelope
 from chalicelib.store import archive as store
 from spark_emr import compact, metrics, replay, retention

@@ -11,7 +11,7 @@ from datetime import date, datetime, timezone
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from chalicelib.core import archive as layout
+from chalicelib.core import archive_layout as layout
 from chalicelib.core import envelope, payload
 from chalicelib.store import archive as store
 from spark_emr import plan, records, reports

@@ -38,28 +38,33 @@ class FakeDdb:
         return {"Responses": {table: keys}}
 
 
-@pytest.fixture(autouse=True)
-def _no_sleep(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(batch.time, "sleep", lambda _: None)
+class Pauses(list[float]):
+    """An injected sleep that records the pauses instead of waiting."""
+
+    def __call__(self, seconds: float) -> None:
+        self.append(seconds)
 
 
 def test_writes_are_chunked_and_unprocessed_items_retried() -> None:
-    ddb = FakeDdb(stubborn=2)
+    ddb, pauses = FakeDdb(stubborn=2), Pauses()
     requests = [{"PutRequest": {"Item": {"k": {"S": str(i)}}}} for i in range(30)]
-    batch.write_all(ddb, "t", requests, "test")
+    batch.write_all(ddb, "t", requests, "test", sleep=pauses)
     assert ddb.calls == [25, 1, 1, 5]
+    assert pauses == [0.05, 0.1]  # one pause before each retry, doubling
     assert sorted(r["PutRequest"]["Item"]["k"]["S"] for r in ddb.written) == sorted(str(i) for i in range(30))
 
 
 def test_gets_are_chunked_and_unprocessed_keys_retried() -> None:
     ddb = FakeDdb(stubborn=1)
     keys = [{"k": {"S": str(i)}} for i in range(150)]
-    items = batch.get_all(ddb, "t", keys, "test", ConsistentRead=True)
+    items = batch.get_all(ddb, "t", keys, "test", sleep=Pauses(), ConsistentRead=True)
     assert ddb.calls == [100, 1, 50]
     assert sorted(i["k"]["S"] for i in items) == sorted(str(i) for i in range(150))
 
 
 def test_items_that_stay_unprocessed_fail_instead_of_vanishing() -> None:
-    ddb = FakeDdb(stubborn=100)
+    ddb, pauses = FakeDdb(stubborn=100), Pauses()
     with pytest.raises(Unavailable):
-        batch.write_all(ddb, "t", [{"DeleteRequest": {"Key": {"k": {"S": "x"}}}}], "test")
+        batch.write_all(ddb, "t", [{"DeleteRequest": {"Key": {"k": {"S": "x"}}}}], "test",
+                        sleep=pauses)
+    assert len(pauses) == batch.ROUNDS and ddb.calls == [1] * (batch.ROUNDS + 1)
