@@ -6,8 +6,9 @@ from collections.abc import Sequence
 
 import pytest
 
-from chalicelib.core.endpoints import default_resolver, validate_push_endpoint
+from chalicelib.core.endpoints import validate_push_endpoint
 from chalicelib.core.errors import InvalidArgument
+from chalicelib.store.resolver import resolve
 
 DNS: dict[str, list[str]] = {
     "push.example.com": ["93.184.216.34", "2606:2800:220:1:248:1893:25c8:1946"],
@@ -166,6 +167,6 @@ def test_resolver_errors_count_as_unresolvable() -> None:
         validate_push_endpoint("https://x.example.com/", deployed=True, allow_list=[], resolve=broken)
 
 
-def test_default_resolver_resolves_ip_literals_without_network() -> None:
-    assert default_resolver("127.0.0.1") == ["127.0.0.1"]
-    assert default_resolver("::1") == ["::1"]
+def test_resolver_resolves_ip_literals_without_network() -> None:
+    assert resolve("127.0.0.1", 5.0) == ["127.0.0.1"]
+    assert resolve("::1", 5.0) == ["::1"]
