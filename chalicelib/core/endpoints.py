@@ -230,15 +230,14 @@ def refusal_reason(address: Address, *, deployed: bool) -> str | None:
     for network, reason, local in _REFUSED:
         if address.version == network.version and address in network and (deployed or local):
             return reason
+    if deployed and address.version == 6 and address in _TEREDO:
+        return "Teredo"
     for inner in _embedded_ipv4(address):
         inner_reason = refusal_reason(inner, deployed=deployed)
         if inner_reason is not None:
             return inner_reason
-    if deployed and address.version == 6:
-        if address in _TEREDO:
-            return "Teredo"
-        if address in _NAT64_LOCAL:
-            return "local NAT64"
+    if deployed and address.version == 6 and address in _NAT64_LOCAL:
+        return "local NAT64"
     if deployed and not address.is_global:
         return "non-public"
     return None
