@@ -217,7 +217,7 @@ def test_the_parsed_parts_are_what_is_sent() -> None:
     assert parse_push_endpoint("https://push.example.com").target == "/"
     assert parse_push_endpoint("https://push.example.com?q").target == "/?q"
     assert parse_push_endpoint("https://b\u00fccher.example/p\u00e4th").host == "xn--bcher-kva.example"
-    assert parse_push_endpoint("https://push.example.com/p\u00e4th \"x\"".replace(" ", "")).target == "/p%C3%A4th%22x%22"
+    assert parse_push_endpoint('https://push.example.com/p\u00e4th"x"').target == "/p%C3%A4th%22x%22"
     v6 = parse_push_endpoint("http://[2606:2800:220:1::1]:80/")
     assert v6.literal is not None and v6.host_header == "[2606:2800:220:1::1]"
 
