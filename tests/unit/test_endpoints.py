@@ -288,3 +288,34 @@ def test_the_resolver_gives_up_after_its_timeout(monkeypatch: pytest.MonkeyPatch
             resolver.resolve("hangs.example.com", 0.05)
     finally:
         release.set()
+
+
+def test_push_config_validation_does_not_wait_for_a_hanging_resolver(monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket
+    import threading
+    import time
+    from typing import cast
+
+    from chalicelib.config import Config
+    from chalicelib.core.models import PushConfig, Subscription
+    from chalicelib.service.context import Context
+    from chalicelib.service.push_config import validate
+
+    release = threading.Event()
+
+    def hanging(*args: object, **kwargs: object) -> list[object]:
+        release.wait(5)
+        raise OSError("no answer")
+
+    class Ctx:
+        config = Config(deployed=True, push_dns_timeout_seconds=0.2)
+
+    monkeypatch.setattr(socket, "getaddrinfo", hanging)
+    spec = Subscription(push_config=PushConfig(push_endpoint="https://hangs.example.com/push"))
+    start = time.monotonic()
+    try:
+        with pytest.raises(InvalidArgument, match="could not be resolved in time"):
+            validate(cast(Context, Ctx()), spec)
+        assert time.monotonic() - start < 2.0
+    finally:
+        release.set()
