@@ -40,7 +40,7 @@ class Config:
     # How long a message waits before Metro retries forwarding it when its dead-letter topic is missing.
     dead_letter_retry_seconds: int = field(default_factory=lambda: int(_env("METRO_DEAD_LETTER_RETRY_SECONDS",
                                                                            "300")))
-    # --- push delivery (issue 4) ---
+    # --- push delivery ---
     # Hostnames and CIDRs that push endpoints may use although they are not public (comma separated).
     push_allow_list: tuple[str, ...] = field(default_factory=lambda: tuple(
         e.strip() for e in _env("METRO_PUSH_ALLOW_LIST", "").split(",") if e.strip()))
@@ -55,6 +55,16 @@ class Config:
     push_function: str = field(default_factory=lambda: _env("METRO_PUSH_FUNCTION", "metro-dev-push"))
     push_batch_size: int = field(default_factory=lambda: int(_env("METRO_PUSH_BATCH_SIZE", "10")))
     push_max_concurrency: int = field(default_factory=lambda: int(_env("METRO_PUSH_MAX_CONCURRENCY", "5")))
+    # The deployed push-endpoint rules in local mode too: https only, public addresses only (the allow list
+    # aside), and service accounts only from push_service_accounts (docs/security.md).
+    push_strict: bool = field(default_factory=lambda: _env("METRO_PUSH_STRICT", "0") not in ("0", "false", ""))
+    # Service accounts that oidcToken.serviceAccountEmail may name (comma separated). Empty: any in local mode
+    # without METRO_PUSH_STRICT, none deployed or strict.
+    push_service_accounts: tuple[str, ...] = field(default_factory=lambda: tuple(
+        e.strip().lower() for e in _env("METRO_PUSH_SERVICE_ACCOUNTS", "").split(",") if e.strip()))
+    # How long resolving a push endpoint's host may take (API requests and deliveries).
+    push_dns_timeout_seconds: float = field(default_factory=lambda: float(_env("METRO_PUSH_DNS_TIMEOUT_SECONDS",
+                                                                                "3")))
 
 
 @dataclass(frozen=True)

@@ -1,42 +1,70 @@
-"""Push endpoint safety: which ``pushConfig.pushEndpoint`` URLs Metro will deliver to.
+"""Push endpoint safety: which ``pushConfig.pushEndpoint`` URLs Metro will deliver to (pure).
 
-Every endpoint must be an absolute ``http``/``https`` URL with a host. When deployed:
+The URL is parsed once, here, into an :class:`Endpoint` (scheme, host, port, request target); the
+push client sends the request to exactly that host, port and target and never parses the URL again.
+The parser is strict so that no other reading of the same text can disagree with it: an absolute
+``http``/``https`` URL with ``//`` and a host; no userinfo (``@`` in the authority), no backslash,
+no whitespace or control characters; a host that is an IP literal (dotted-quad IPv4 or bracketed
+IPv6) or a DNS name of letters, digits, ``-`` and ``_`` (non-ASCII names are IDNA-encoded; a
+numeric or hex last label, as in ``2130706433`` or ``0x7f.1``, is refused); a decimal port 1-65535.
+The fragment is never sent; non-ASCII characters of the path and query are percent-encoded.
+
+Address rules, with ``strict=True`` (deployed, or ``METRO_PUSH_STRICT=1``):
 
 * the scheme must be ``https``;
-* the host is resolved (IP literals are taken as they are) and every address must be
-  public: loopback, private (incl. shared 100.64/10), link-local (incl. the instance
-  metadata service 169.254.169.254), unspecified, multicast and reserved addresses are
-  refused, also when embedded in IPv6 (IPv4-mapped ``::ffff:a.b.c.d``, NAT64, 6to4);
+* every address of the host must be global (``ipaddress``' ``is_global``): loopback, private,
+  shared (100.64/10), benchmarking (198.18/15), IETF (192.0.0/24), link-local (with the instance
+  metadata service 169.254.169.254), unspecified, multicast, reserved and Teredo (2001::/32) are
+  refused, as is the local-use NAT64 prefix 64:ff9b:1::/48; an IPv4 address embedded in IPv6
+  (IPv4-mapped, IPv4-translated, IPv4-compatible, NAT64 64:ff9b::/96, 6to4 2002::/16, Teredo) is
+  checked as itself;
 * a host that does not resolve is refused;
-* an operator ``allow_list`` of hostnames (exact, case-insensitive) and CIDRs lifts the
-  address rule: an allowed hostname may resolve to anything, otherwise each refused address
-  must lie in an allowed network.
+* an operator ``allow_list`` of hostnames (exact, case-insensitive) and CIDRs lifts the address
+  rule: an allowed hostname may resolve to anything, otherwise each refused address must lie in an
+  allowed network.
 
-In local mode (``deployed=False``) plain ``http``, loopback, private and unspecified
-addresses are allowed, and a host that does not resolve is accepted (it may come up later);
-link-local and multicast addresses are still refused unless allowed.
+Without ``strict`` plain ``http``, loopback, private and unspecified addresses are allowed, and a
+host that does not resolve is accepted (it may come up later); link-local and multicast addresses
+(also embedded ones) are still refused unless allowed.
 
-Resolution is injected so that the check is pure; callers should run it again at delivery
-time (DNS answers can change between CreateSubscription and a push).
+Resolution is injected (``resolve(host) -> [address text]``; chalicelib/store/resolver.py does it
+with a deadline). A resolver that raises ``TimeoutError`` makes the endpoint invalid in both modes.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import re
-import socket
+import unicodedata
 from collections.abc import Callable, Sequence
-from urllib.parse import urlsplit
+from dataclasses import dataclass
+from urllib.parse import quote
 
 from chalicelib.core.errors import InvalidArgument
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+Resolve = Callable[[str], list[str]]
+
+MAX_URL_LENGTH = 2048
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+_URL = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://(?P<authority>[^/?#]*)(?P<target>[^#]*)(?:#.*)?$", re.S)
+_AUTHORITY = re.compile(r"^(?:\[(?P<v6>[0-9A-Fa-f:.]+(?:%25[A-Za-z0-9._~-]+)?)\]|(?P<name>[^:\[\]]+))"
+                        r"(?::(?P<port>[0-9]{1,5}))?$")
+_DOTTED_QUAD = re.compile(r"^[0-9]{1,3}(?:\.[0-9]{1,3}){3}$")
+_LABEL = re.compile(r"^(?!-)[a-z0-9_-]{1,63}(?<!-)$")
+_NUMERIC_LABEL = re.compile(r"^(?:[0-9]+|0x[0-9a-f]*)$")
+_TARGET_SAFE = "!#$%&'()*+,/:;=?@[]~"  # RFC 3986 reserved characters and '%'; others are percent-encoded
+_BAD_CATEGORIES = {"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp", "Zs"}
 
 _NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
-_LABEL = re.compile(r"^(?!-)[a-z0-9_-]{1,63}(?<!-)$")
+_NAT64_LOCAL = ipaddress.IPv6Network("64:ff9b:1::/48")
+_TRANSLATED = ipaddress.IPv6Network("::ffff:0:0:0/96")
+_COMPATIBLE = ipaddress.IPv6Network("::/96")
+_TEREDO = ipaddress.IPv6Network("2001::/32")
 
-# (network, reason, refused in local mode too)
+# (network, reason, refused without strict rules too)
 _REFUSED: tuple[tuple[Network, str, bool], ...] = tuple(
     (ipaddress.ip_network(cidr), reason, local)
     for cidr, reason, local in (
@@ -58,57 +86,161 @@ _REFUSED: tuple[tuple[Network, str, bool], ...] = tuple(
 )
 
 
-def default_resolver(host: str) -> list[str]:
-    """The IP addresses ``host`` resolves to (``socket.getaddrinfo``), without duplicates."""
-    infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
-    addresses: list[str] = []
-    for info in infos:
-        address = str(info[4][0])
-        if address not in addresses:
-            addresses.append(address)
-    return addresses
+@dataclass(frozen=True)
+class Endpoint:
+    """A push endpoint URL as Metro reads it; the request goes to exactly these parts."""
+
+    url: str
+    scheme: str
+    host: str  # the IDNA (ASCII) host name, or the IP literal's text
+    port: int
+    target: str  # path and query, as sent in the request line
+    literal: Address | None = None
+
+    @property
+    def host_header(self) -> str:
+        host = f"[{self.host}]" if self.literal is not None and self.literal.version == 6 else self.host
+        return host if self.port == DEFAULT_PORTS[self.scheme] else f"{host}:{self.port}"
 
 
-def _embedded_ipv4(address: Address) -> ipaddress.IPv4Address | None:
-    if isinstance(address, ipaddress.IPv4Address):
-        return None
-    if address.ipv4_mapped is not None:
-        return address.ipv4_mapped
-    if address.sixtofour is not None:
-        return address.sixtofour
-    if address in _NAT64:
-        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
-    return None
+@dataclass(frozen=True)
+class Target:
+    """An endpoint and the addresses it was checked with: the only addresses a push may connect to."""
+
+    endpoint: Endpoint
+    addresses: tuple[Address, ...]
+
+    def is_checked_peer(self, peer: str) -> bool:
+        """Whether a connected socket's peer address is one of the checked addresses."""
+        address = parse_address(peer.split("%", 1)[0])
+        return address is not None and any(address == _unscoped(a) for a in self.addresses)
 
 
-def refusal_reason(address: Address, *, deployed: bool) -> str | None:
-    """Why ``address`` may not be pushed to (e.g. ``"loopback"``), or None when it may."""
-    embedded = _embedded_ipv4(address)
-    if embedded is not None:
-        return refusal_reason(embedded, deployed=deployed)
-    for network, reason, local in _REFUSED:
-        if address.version == network.version and address in network and (deployed or local):
-            return reason
-    return None
+def _invalid(url: str, why: str) -> InvalidArgument:
+    return InvalidArgument(f"Invalid push endpoint {url[:200]!r}: {why}.")
 
 
-def _parse_address(text: str) -> Address | None:
+def parse_address(text: str) -> Address | None:
     try:
         return ipaddress.ip_address(text)
     except ValueError:
         return None
 
 
-def _normalize_host(host: str, url: str) -> str:
-    host = host.rstrip(".")
+def _unscoped(address: Address) -> Address:
+    if isinstance(address, ipaddress.IPv6Address) and address.scope_id:
+        return ipaddress.IPv6Address(int(address))
+    return address
+
+
+def _check_characters(url: str) -> None:
+    if not url:
+        raise _invalid(url, "it must be a non-empty URL")
+    if len(url) > MAX_URL_LENGTH:
+        raise _invalid(url, f"it is longer than {MAX_URL_LENGTH} characters")
+    for ch in url:
+        if ch == "\\":
+            raise _invalid(url, "backslashes are not allowed")
+        if ord(ch) < 0x80 and (ord(ch) <= 0x20 or ord(ch) == 0x7F):
+            raise _invalid(url, "it must be a URL without whitespace or control characters")
+        if ord(ch) >= 0x80 and unicodedata.category(ch) in _BAD_CATEGORIES:
+            raise _invalid(url, "it must be a URL without whitespace, control or format characters")
+
+
+def _host_name(name: str, url: str) -> str:
+    host = name.lower().rstrip(".")
     if not host.isascii():
         try:
             host = host.encode("idna").decode("ascii")
         except UnicodeError:
-            raise InvalidArgument(f"Invalid push endpoint {url!r}: the host is not a valid domain name.") from None
-    if not all(_LABEL.match(label) for label in host.split(".")):
-        raise InvalidArgument(f"Invalid push endpoint {url!r}: the host is not a valid domain name.")
+            raise _invalid(url, "the host is not a valid domain name") from None
+    labels = host.split(".")
+    if not all(_LABEL.match(label) for label in labels):
+        raise _invalid(url, "the host is not a valid domain name")
+    if _NUMERIC_LABEL.match(labels[-1]):
+        raise _invalid(url, "the host is neither a valid domain name nor a dotted-quad IPv4 address")
     return host
+
+
+def _parse_host(authority: str, url: str) -> tuple[str, Address | None, str | None]:
+    """(host, IP literal or None, port text or None) of the URL's authority."""
+    if "@" in authority:
+        raise _invalid(url, "user information ('@' before the host) is not allowed")
+    match = _AUTHORITY.match(authority)
+    if match is None:
+        raise _invalid(url, "the host or port is not valid")
+    port = match.group("port")
+    if match.group("v6") is not None:
+        literal = parse_address(match.group("v6").replace("%25", "%", 1))
+        if not isinstance(literal, ipaddress.IPv6Address):
+            raise _invalid(url, "the bracketed host is not an IPv6 address")
+        return str(literal), literal, port
+    name = match.group("name")
+    if _DOTTED_QUAD.match(name):
+        literal = parse_address(name)
+        if literal is None:
+            raise _invalid(url, "the host is not a valid IPv4 address")
+        return str(literal), literal, port
+    return _host_name(name, url), None, port
+
+
+def parse_push_endpoint(url: str) -> Endpoint:
+    """The one reading of a push endpoint URL; InvalidArgument for anything ambiguous or malformed."""
+    _check_characters(url)
+    match = _URL.match(url)
+    if match is None:
+        raise _invalid(url, "it must be an absolute http or https URL")
+    scheme = match.group("scheme").lower()
+    if scheme not in DEFAULT_PORTS:
+        raise _invalid(url, "it must be an absolute http or https URL")
+    if not match.group("authority"):
+        raise _invalid(url, "the URL has no host")
+    host, literal, port_text = _parse_host(match.group("authority"), url)
+    port = int(port_text) if port_text is not None else DEFAULT_PORTS[scheme]
+    if not 1 <= port <= 65535:
+        raise _invalid(url, f"port {port} is not a valid port")
+    target = match.group("target")
+    target = quote(target if target.startswith("/") else "/" + target, safe=_TARGET_SAFE)
+    return Endpoint(url, scheme, host, port, target, literal)
+
+
+# -- addresses ------------------------------------------------------------------------------------
+def _embedded_ipv4(address: Address) -> list[ipaddress.IPv4Address]:
+    """The IPv4 addresses an IPv6 address carries (mapped, translated, compatible, NAT64, 6to4, Teredo)."""
+    if isinstance(address, ipaddress.IPv4Address):
+        return []
+    low32 = ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    if address.ipv4_mapped is not None:
+        return [address.ipv4_mapped]
+    if any(address in net for net in (_TRANSLATED, _COMPATIBLE, _NAT64, _NAT64_LOCAL)):
+        return [low32]
+    if address.sixtofour is not None:
+        return [address.sixtofour]
+    if address.teredo is not None:
+        return list(address.teredo)
+    return []
+
+
+def refusal_reason(address: Address, *, deployed: bool) -> str | None:
+    """Why ``address`` may not be pushed to (e.g. ``"loopback"``), or None when it may.
+
+    ``deployed`` means the strict rules (deployed mode, or ``METRO_PUSH_STRICT``).
+    """
+    address = _unscoped(address)
+    for network, reason, local in _REFUSED:
+        if address.version == network.version and address in network and (deployed or local):
+            return reason
+    if deployed and address.version == 6 and address in _TEREDO:
+        return "Teredo"
+    for inner in _embedded_ipv4(address):
+        inner_reason = refusal_reason(inner, deployed=deployed)
+        if inner_reason is not None:
+            return inner_reason
+    if deployed and address.version == 6 and address in _NAT64_LOCAL:
+        return "local NAT64"
+    if deployed and not address.is_global:
+        return "non-public"
+    return None
 
 
 def _allowed(host: str, address: Address, allow_list: Sequence[str]) -> bool:
@@ -122,52 +254,40 @@ def _allowed(host: str, address: Address, allow_list: Sequence[str]) -> bool:
             if entry.rstrip(".") == host:
                 return True
             continue
-        if address.version == network.version and address in network:
+        if address.version == network.version and _unscoped(address) in network:
             return True
     return False
 
 
-def validate_push_endpoint(
-    url: str, *, deployed: bool, allow_list: Sequence[str], resolve: Callable[[str], list[str]]
-) -> None:
-    """Raise InvalidArgument unless Metro may push to ``url`` (see the module docstring)."""
-    if not url or any(ch.isspace() or ord(ch) < 0x20 or ord(ch) == 0x7F for ch in url):
-        raise InvalidArgument(f"Invalid push endpoint {url!r}: it must be a non-empty URL without whitespace.")
+def _resolved(endpoint: Endpoint, deployed: bool, resolve: Resolve) -> tuple[Address, ...]:
+    if endpoint.literal is not None:
+        return (endpoint.literal,)
     try:
-        parts = urlsplit(url)
-        port = parts.port
-        host = parts.hostname
-    except ValueError as exc:
-        raise InvalidArgument(f"Invalid push endpoint {url!r}: {exc}.") from None
-    if parts.scheme not in ("http", "https"):
-        raise InvalidArgument(f"Invalid push endpoint {url!r}: it must be an absolute http or https URL.")
-    if not host:
-        raise InvalidArgument(f"Invalid push endpoint {url!r}: the URL has no host.")
-    if port == 0:
-        raise InvalidArgument(f"Invalid push endpoint {url!r}: port 0 is not a valid port.")
-    if deployed and parts.scheme != "https":
-        raise InvalidArgument(f"Invalid push endpoint {url!r}: push endpoints must use https.")
+        texts = resolve(endpoint.host)
+    except TimeoutError:
+        raise _invalid(endpoint.url, f"the host {endpoint.host!r} could not be resolved in time") from None
+    except (OSError, UnicodeError, ValueError):
+        texts = []
+    addresses = tuple(a for a in (parse_address(text) for text in texts) if a is not None)
+    if not addresses and deployed:
+        raise _invalid(endpoint.url, f"the host {endpoint.host!r} does not resolve")
+    return addresses
 
-    literal = _parse_address(host)
-    if literal is not None:
-        addresses = [literal]
-    else:
-        host = _normalize_host(host, url)
-        try:
-            resolved = resolve(host)
-        except (OSError, UnicodeError, ValueError):
-            resolved = []
-        addresses = [a for a in (_parse_address(text) for text in resolved) if a is not None]
-        if not addresses:
-            if deployed:
-                raise InvalidArgument(f"Invalid push endpoint {url!r}: the host {host!r} does not resolve.")
-            return
 
+def check_target(endpoint: Endpoint, *, deployed: bool, allow_list: Sequence[str], resolve: Resolve) -> Target:
+    """Resolve and check a parsed endpoint; the Target holds the addresses a push may connect to."""
+    if deployed and endpoint.scheme != "https":
+        raise _invalid(endpoint.url, "push endpoints must use https")
+    addresses = _resolved(endpoint, deployed, resolve)
     for address in addresses:
         reason = refusal_reason(address, deployed=deployed)
-        if reason is not None and not _allowed(host, address, allow_list):
-            shown = host if literal is not None else f"{host!r} ({address})"
-            raise InvalidArgument(
-                f"Invalid push endpoint {url!r}: the host {shown} is a {reason} address; "
-                "push endpoints must be publicly routable (or allowed by the operator)."
-            )
+        if reason is not None and not _allowed(endpoint.host, address, allow_list):
+            shown = endpoint.host if endpoint.literal is not None else f"{endpoint.host!r} ({address})"
+            raise _invalid(endpoint.url, f"the host {shown} is a {reason} address; push endpoints must be "
+                                         "publicly routable (or allowed by the operator)")
+    return Target(endpoint, addresses)
+
+
+def validate_push_endpoint(url: str, *, deployed: bool, allow_list: Sequence[str], resolve: Resolve) -> Target:
+    """Raise InvalidArgument unless Metro may push to ``url`` (see the module docstring)."""
+    return check_target(parse_push_endpoint(url), deployed=deployed, allow_list=allow_list, resolve=resolve)

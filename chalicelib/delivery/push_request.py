@@ -6,22 +6,35 @@ import base64
 import json
 import logging
 import re
+import time
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import urllib3
-
+from chalicelib import config
 from chalicelib.core import envelope
+from chalicelib.core.errors import InvalidArgument
 from chalicelib.core.records import SubscriptionRecord
 from chalicelib.core.timefmt import format_timestamp, parse_timestamp
+from chalicelib.delivery import net
 from chalicelib.service.deadletter import max_attempts
+from chalicelib.store.resolver import endpoint_target
 
 log = logging.getLogger(__name__)
 
 _TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
-_RESERVED = {"authorization", "connection", "content-length", "content-type", "host", "te", "trailer",
-             "transfer-encoding", "upgrade", "expect", "keep-alive", "proxy-authorization", "user-agent"}
+# Attribute keys that never become headers (noWrapper.writeMetadata): hop-by-hop, framing, routing and
+# credential headers, and whole families of them by prefix (docs/security.md).
+_DENIED_HEADERS = frozenset({
+    "authorization", "connection", "content-encoding", "content-length", "content-location", "content-md5",
+    "content-range", "content-type", "cookie", "cookie2", "expect", "forwarded", "host", "keep-alive",
+    "max-forwards", "origin", "range", "referer", "set-cookie", "te", "trailer", "trailers", "transfer-encoding",
+    "upgrade", "user-agent", "via", "x-real-ip", "x-client-ip", "true-client-ip", "x-http-method-override",
+    "x-method-override", "x-original-url", "x-rewrite-url", "x-csrf-token", "x-xsrf-token", "x-api-key",
+})
+_DENIED_PREFIXES = ("x-goog-", "x-forwarded-", "proxy-", "sec-", "x-amz-", "x-amzn-", "x-envoy-", "x-cloud-",
+                    "cf-", "x-ms-")
 USER_AGENT = "Metro-Push/1 (+Google Pub/Sub compatible)"
 
 # (url, body, headers, timeout seconds) -> HTTP status, or None for a timeout or connection error
@@ -29,29 +42,21 @@ Poster = Callable[[str, bytes, dict[str, str], float], int | None]
 
 
 # -- HTTP ----------------------------------------------------------------------------------------------
-_POOL = urllib3.PoolManager(num_pools=64, maxsize=16, block=False, retries=False)
-
-
 def http_post(url: str, body: bytes, headers: dict[str, str], timeout: float) -> int | None:
-    """POST with a pooled keep-alive connection; None on a timeout or a connection failure."""
+    """POST to a checked address of ``url`` (delivery/net.py), all within ``timeout`` seconds.
+
+    None for an endpoint that fails the check, a timeout, a connection failure, or any other error of
+    this one request: one bad push is a nack of its message only.
+    """
+    deadline = time.monotonic() + timeout
     try:
-        resp = _POOL.request("POST", url, body=body, headers=headers, preload_content=False, redirect=False,
-                             timeout=urllib3.Timeout(connect=min(timeout, 10.0), read=timeout))
-    except (urllib3.exceptions.HTTPError, OSError) as exc:
+        target = endpoint_target(config.load(), url, timeout)
+        return net.post(target, body, headers, deadline)
+    except InvalidArgument as err:
+        log.warning("not pushing: %s", err.message)
+    except Exception as exc:  # noqa: BLE001 - whatever one request raises, only its message is nacked
         log.info("push to %s failed: %s", url, exc.__class__.__name__)
-        return None
-    try:
-        if resp.status < 200:  # 102 Processing: a final answer may follow on this connection; drop it
-            conn = resp.connection
-            if conn is not None:
-                conn.close()
-        else:
-            resp.drain_conn()
-    except (urllib3.exceptions.HTTPError, OSError):
-        pass
-    finally:
-        resp.release_conn()
-    return int(resp.status)
+    return None
 
 
 # -- the push request -----------------------------------------------------------------------------------
@@ -68,13 +73,40 @@ class Item:
     skips: int = 0  # earlier receives that were not deliveries (attempt = receive count - skips)
 
 
-def _header_value(value: str) -> str:
-    """Header values go out as Latin-1; other text is sent as its UTF-8 bytes."""
+def _header_value(value: str) -> str | None:
+    """Header values go out as Latin-1 (other text as its UTF-8 bytes); None for text with control characters."""
+    if any(unicodedata.category(ch) == "Cc" for ch in value):
+        return None
     try:
         value.encode("latin-1")
         return value
     except UnicodeEncodeError:
-        return value.encode("utf-8").decode("latin-1")
+        return value.encode("utf-8", "replace").decode("latin-1")
+
+
+def attribute_header(key: str) -> bool:
+    """Whether an attribute named ``key`` may become a request header (noWrapper.writeMetadata)."""
+    low = key.lower()
+    return bool(_TOKEN.match(key)) and low not in _DENIED_HEADERS and not low.startswith(_DENIED_PREFIXES)
+
+
+def metadata_headers(rec: SubscriptionRecord, item: Item, publish_time: str) -> dict[str, str]:
+    """The ``x-goog-pubsub-*`` metadata and the attributes that may be headers, with safe values only."""
+    env = item.env
+    assert env is not None
+    meta = {"message-id": env.message_id, "publish-time": publish_time, "subscription-name": rec.name}
+    if env.ordering_key:
+        meta["ordering-key"] = env.ordering_key
+    if max_attempts(rec) > 0:
+        meta["delivery-attempt"] = str(item.attempt)
+    pairs = [(f"x-goog-pubsub-{k}", v) for k, v in meta.items()]
+    pairs += [(k, v) for k, v in env.attributes.items() if attribute_header(k)]
+    headers: dict[str, str] = {}
+    for name, value in pairs:
+        safe = _header_value(value)
+        if safe is not None:
+            headers[name] = safe
+    return headers
 
 
 def build_request(rec: SubscriptionRecord, item: Item, token: str | None) -> tuple[bytes, dict[str, str]]:
@@ -90,16 +122,7 @@ def build_request(rec: SubscriptionRecord, item: Item, token: str | None) -> tup
     if pc.no_wrapper is not None:
         headers["Content-Type"] = "application/octet-stream"
         if pc.no_wrapper.write_metadata:
-            meta = {"message-id": env.message_id, "publish-time": publish_time, "subscription-name": rec.name}
-            if env.ordering_key:
-                meta["ordering-key"] = env.ordering_key
-            if dead_letter:
-                meta["delivery-attempt"] = str(item.attempt)
-            headers.update({f"x-goog-pubsub-{k}": _header_value(v) for k, v in meta.items()})
-            for key, value in env.attributes.items():
-                low = key.lower()
-                if _TOKEN.match(key) and low not in _RESERVED and not low.startswith("x-goog-pubsub-"):
-                    headers[key] = _header_value(value)
+            headers.update(metadata_headers(rec, item, publish_time))
         return data, headers
     message: dict[str, Any] = {
         "data": base64.b64encode(data).decode("ascii"),
@@ -115,4 +138,4 @@ def build_request(rec: SubscriptionRecord, item: Item, token: str | None) -> tup
     if dead_letter:
         body["deliveryAttempt"] = item.attempt
     headers["Content-Type"] = "application/json"
-    return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8"), headers
+    return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "replace"), headers

@@ -18,18 +18,18 @@ from __future__ import annotations
 import functools
 import logging
 import threading
-import time
 from typing import TYPE_CHECKING, Any
 
 from chalicelib.config import Config
-from chalicelib.core.endpoints import default_resolver, validate_push_endpoint
-from chalicelib.core.errors import FailedPrecondition, InvalidArgument
+from chalicelib.core.endpoints import validate_push_endpoint
+from chalicelib.core.errors import FailedPrecondition, InvalidArgument, PermissionDenied
 from chalicelib.core.models import PushConfig, Subscription, parse_model
 from chalicelib.core.names import Name
 from chalicelib.core.oidc import DEFAULT_LIFETIME, TokenSigner, generate_signing_key
 from chalicelib.core.records import SubscriptionRecord
 from chalicelib.service.context import Context
 from chalicelib.store.push_state import queue_arn, queue_key
+from chalicelib.store.resolver import dns_resolver, endpoint_target, strict_rules
 
 if TYPE_CHECKING:
     from chalicelib.service.admin import AdminService
@@ -61,12 +61,23 @@ def token_signer(config: Config) -> TokenSigner | None:
 
 
 _TOKENS: dict[tuple[str, str, str], tuple[float, str]] = {}  # (key id, email, audience) -> (issued, token)
-_ENDPOINTS: dict[str, float] = {}  # endpoint -> when its delivery-time check expires
 _LOCK = threading.Lock()
 
 
+def service_account_allowed(config: Config, email: str) -> bool:
+    """Whether push tokens may assert ``email``: listed in METRO_PUSH_SERVICE_ACCOUNTS, or any email when
+    that list is empty in local mode without METRO_PUSH_STRICT (as Google's emulator)."""
+    if not config.push_service_accounts:
+        return not strict_rules(config)
+    return email.strip().lower() in config.push_service_accounts
+
+
 def push_token(config: Config, email: str, audience: str, now: float) -> str | None:
-    """A token for one push (reused until 5 minutes before it expires); None without a signing key."""
+    """A token for one push (reused until 5 minutes before it expires); None without a signing key or for a
+    service account Metro may not act as."""
+    if not service_account_allowed(config, email):
+        log.error("push with oidcToken for %r, which is not an allowed service account: nacked", email)
+        return None
     signer = token_signer(config)
     if signer is None:
         log.error("push with oidcToken but no signing key (METRO_PUSH_SIGNING_KEY): nacked")
@@ -83,18 +94,13 @@ def push_token(config: Config, email: str, audience: str, now: float) -> str | N
 
 
 def endpoint_allowed(config: Config, url: str) -> bool:
-    """The endpoint check again at delivery time (DNS answers change), remembered for a minute."""
-    now = time.monotonic()
-    if _ENDPOINTS.get(url, 0.0) > now:
-        return True
+    """The endpoint check again at delivery time (DNS answers change); a passed check is kept a minute and
+    delivery connects only to the addresses it checked (chalicelib/store/resolver.py)."""
     try:
-        validate_push_endpoint(url, deployed=config.deployed, allow_list=config.push_allow_list,
-                               resolve=default_resolver)
+        endpoint_target(config, url)
     except InvalidArgument as err:
         log.warning("not pushing: %s", err.message)
         return False
-    with _LOCK:
-        _ENDPOINTS[url] = now + 60.0
     return True
 
 
@@ -113,14 +119,17 @@ def validate(ctx: Context, spec: Subscription, previous: Subscription | None = N
     if not pc.push_endpoint:
         return
     config = ctx.config
-    validate_push_endpoint(pc.push_endpoint, deployed=config.deployed, allow_list=config.push_allow_list,
-                           resolve=default_resolver)
+    validate_push_endpoint(pc.push_endpoint, deployed=strict_rules(config), allow_list=config.push_allow_list,
+                           resolve=dns_resolver(config))
     if pc.oidc_token is not None:
         email = pc.oidc_token.service_account_email
         if not email or "@" not in email:
             raise InvalidArgument("Invalid push_config.oidc_token: service_account_email must be an email address.")
         if token_signer(config) is None:
             raise FailedPrecondition("Authenticated push is not configured: METRO_PUSH_SIGNING_KEY is not set.")
+        if not service_account_allowed(config, email):
+            raise PermissionDenied(f"The caller does not have permission to act as service account {email} "
+                                   "(iam.serviceAccounts.actAs); see METRO_PUSH_SERVICE_ACCOUNTS.")
 
 
 # -- side effects -------------------------------------------------------------------------------------

@@ -6,8 +6,9 @@ from collections.abc import Sequence
 
 import pytest
 
-from chalicelib.core.endpoints import default_resolver, validate_push_endpoint
+from chalicelib.core.endpoints import parse_push_endpoint, validate_push_endpoint
 from chalicelib.core.errors import InvalidArgument
+from chalicelib.store.resolver import resolve
 
 DNS: dict[str, list[str]] = {
     "push.example.com": ["93.184.216.34", "2606:2800:220:1:248:1893:25c8:1946"],
@@ -166,6 +167,155 @@ def test_resolver_errors_count_as_unresolvable() -> None:
         validate_push_endpoint("https://x.example.com/", deployed=True, allow_list=[], resolve=broken)
 
 
-def test_default_resolver_resolves_ip_literals_without_network() -> None:
-    assert default_resolver("127.0.0.1") == ["127.0.0.1"]
-    assert default_resolver("::1") == ["::1"]
+def test_resolver_resolves_ip_literals_without_network() -> None:
+    assert resolve("127.0.0.1", 5.0) == ["127.0.0.1"]
+    assert resolve("::1", 5.0) == ["::1"]
+
+
+# -- one parser: nothing two URL readers could read differently -------------------------------------------
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://169.254.169.254\\@push.example.com/",  # urlsplit: push.example.com; urllib3: 169.254.169.254
+        "https://push.example.com\\@169.254.169.254/",
+        "https://push.example.com/a\\b",
+        "https://user@push.example.com/",
+        "https://user:pass@push.example.com/",
+        "https://push.example.com@169.254.169.254/",
+        "https://@push.example.com/",
+        "https://push.example.com\t/",
+        "https://push.ex\u200bample.com/",  # a format character the IDNA codec would silently drop
+        "https://push.example.com/\u2028",
+        "https://push.example.com/\x85",
+        "https://push.example.com:/",
+        "https://push.example.com:+443/",
+        "https://push.example.com:0x1bb/",
+        "https://push.example.com:443:80/",
+        "https://[93.184.216.34]/",
+        "https://2130706433/",
+        "https://0x7f000001/",
+        "https://0x7f.0.0.1/",
+        "https://0177.0.0.1/",
+        "https://127.1/",
+        "https://256.1.1.1/",
+        "https://push%2eexample.com/",
+        "https:push.example.com/",
+        "https:/push.example.com/",
+        "https://exa\uff20mple.com/",  # a fullwidth '@' that IDNA maps to '@'
+        "https://" + "a" * 2100 + ".com/",
+    ],
+)
+def test_ambiguous_urls_are_refused_in_both_modes(url: str) -> None:
+    refused(url)
+    refused(url, deployed=False)
+
+
+def test_the_parsed_parts_are_what_is_sent() -> None:
+    endpoint = parse_push_endpoint("HTTPS://Push.Example.COM.:8443/a/b?x=1&y=%2F#fragment")
+    assert (endpoint.scheme, endpoint.host, endpoint.port) == ("https", "push.example.com", 8443)
+    assert endpoint.target == "/a/b?x=1&y=%2F" and endpoint.host_header == "push.example.com:8443"
+    assert parse_push_endpoint("https://push.example.com").target == "/"
+    assert parse_push_endpoint("https://push.example.com?q").target == "/?q"
+    assert parse_push_endpoint("https://b\u00fccher.example/p\u00e4th").host == "xn--bcher-kva.example"
+    assert parse_push_endpoint('https://push.example.com/p\u00e4th"x"').target == "/p%C3%A4th%22x%22"
+    v6 = parse_push_endpoint("http://[2606:2800:220:1::1]:80/")
+    assert v6.literal is not None and v6.host_header == "[2606:2800:220:1::1]"
+
+
+def test_the_target_holds_the_checked_addresses() -> None:
+    target = validate_push_endpoint("https://push.example.com/", deployed=True, allow_list=[], resolve=fake_resolve)
+    assert [str(a) for a in target.addresses] == DNS["push.example.com"]
+    assert target.is_checked_peer("93.184.216.34") and target.is_checked_peer("2606:2800:220:1:248:1893:25c8:1946")
+    assert not target.is_checked_peer("10.1.2.3") and not target.is_checked_peer("garbage")
+
+
+# -- the address blocklist (strict rules) ------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("url", "reason"),
+    [
+        ("https://[::169.254.169.254]/", "link-local"),  # IPv4-compatible
+        ("https://[::ffff:0:a9fe:a9fe]/", "link-local"),  # IPv4-translated
+        ("https://[64:ff9b:1::a9fe:a9fe]/", "link-local"),  # local-use NAT64
+        ("https://[64:ff9b:1::808:808]/", "local NAT64"),
+        ("https://[2001::1]/", "Teredo"),
+        ("https://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/", "Teredo"),
+        ("https://[2002:c612:1::]/", "non-public"),  # 6to4 of 198.18.0.1
+        ("https://198.18.0.1/", "non-public"),
+        ("https://192.0.0.1/", "non-public"),
+        ("https://192.0.2.1/", "non-public"),
+        ("https://[2001:db8::1]/", "non-public"),
+        ("https://[::ffff:10.0.0.1]/", "private"),
+    ],
+)
+def test_embedded_and_special_addresses_are_refused_when_strict(url: str, reason: str) -> None:
+    assert f"is a {reason} address" in refused(url)
+
+
+def test_embedded_public_addresses_are_accepted() -> None:
+    for url in ("https://[::ffff:93.184.216.34]/", "https://[64:ff9b::5db8:d822]/", "https://[2002:5db8:d822::1]/"):
+        check(url)
+
+
+def test_local_rules_still_refuse_embedded_link_local() -> None:
+    for url in ("http://[::169.254.169.254]/", "http://[::ffff:0:a9fe:a9fe]/", "http://[64:ff9b:1::a9fe:a9fe]/"):
+        assert "link-local" in refused(url, deployed=False)
+
+
+# -- resolution with a deadline -----------------------------------------------------------------------------
+def test_a_resolution_timeout_is_invalid_in_both_modes() -> None:
+    def slow(host: str) -> list[str]:
+        raise TimeoutError("resolving took too long")
+
+    for deployed in (True, False):
+        with pytest.raises(InvalidArgument, match="could not be resolved in time"):
+            validate_push_endpoint("https://slow.example.com/", deployed=deployed, allow_list=[], resolve=slow)
+
+
+def test_the_resolver_gives_up_after_its_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    from chalicelib.store import resolver
+
+    release = threading.Event()
+
+    def hanging(host: str) -> list[str]:
+        release.wait(30)
+        return ["93.184.216.34"]
+
+    monkeypatch.setattr(resolver, "_getaddrinfo", hanging)
+    try:
+        with pytest.raises(TimeoutError):
+            resolver.resolve("hangs.example.com", 0.05)
+    finally:
+        release.set()
+
+
+def test_push_config_validation_does_not_wait_for_a_hanging_resolver(monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket
+    import threading
+    import time
+    from typing import cast
+
+    from chalicelib.config import Config
+    from chalicelib.core.models import PushConfig, Subscription
+    from chalicelib.service.context import Context
+    from chalicelib.service.push_config import validate
+
+    release = threading.Event()
+
+    def hanging(*args: object, **kwargs: object) -> list[object]:
+        release.wait(5)
+        raise OSError("no answer")
+
+    class Ctx:
+        config = Config(deployed=True, push_dns_timeout_seconds=0.2)
+
+    monkeypatch.setattr(socket, "getaddrinfo", hanging)
+    spec = Subscription(push_config=PushConfig(push_endpoint="https://hangs.example.com/push"))
+    start = time.monotonic()
+    try:
+        with pytest.raises(InvalidArgument, match="could not be resolved in time"):
+            validate(cast(Context, Ctx()), spec)
+        assert time.monotonic() - start < 2.0
+    finally:
+        release.set()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from chalicelib.core.envelope import Envelope
 from chalicelib.core.models import DeadLetterPolicy, NoWrapper, OidcToken, PushConfig, Subscription
 from chalicelib.core.records import SubscriptionRecord
@@ -72,3 +74,70 @@ def test_push_tokens_are_reused_until_shortly_before_they_expire() -> None:
     assert push_token(config, "a@b.c", "aud", 1_003_400.0) != first  # within 5 minutes of expiry: a new one
     assert push_token(config, "a@b.c", "aud", 999_000.0) != first  # never a token issued in the future
     assert push_token(Config(deployed=True, push_signing_key=""), "a@b.c", "aud", 1_000_000.0) is None
+
+
+# -- noWrapper.writeMetadata: attributes as headers, safely ----------------------------------------------
+def metadata_request(**env: object) -> dict[str, str]:
+    _, headers = build_request(rec(no_wrapper=NoWrapper(write_metadata=True)), item(b"x", **env), None)
+    return headers
+
+
+def test_attribute_values_with_control_characters_are_left_out() -> None:
+    headers = metadata_request(attributes={
+        "ok": "fine \u00e9", "crlf": "a\r\nX-Injected: 1", "lf": "a\nb", "folded": "a\r\n b", "nul": "a\x00b",
+        "tab": "a\tb", "del": "a\x7fb", "c1": "a\x85b", "utf8": "\u2603",
+    })
+    assert headers["ok"] == "fine \u00e9" and headers["utf8"] == "\u2603".encode().decode("latin-1")
+    for key in ("crlf", "lf", "folded", "nul", "tab", "del", "c1"):
+        assert key not in headers
+    assert not any("\r" in v or "\n" in v for v in headers.values())
+
+
+def test_an_ordering_key_with_crlf_is_not_a_header() -> None:
+    headers = metadata_request(ordering_key="k\r\nX-Injected: 1")
+    assert "x-goog-pubsub-ordering-key" not in headers and "x-goog-pubsub-message-id" in headers
+    assert metadata_request(ordering_key="key-1")["x-goog-pubsub-ordering-key"] == "key-1"
+
+
+@pytest.mark.parametrize("key", [
+    "Cookie", "X-Forwarded-For", "x-forwarded-host", "Forwarded", "Content-Encoding", "Content-Length", "Host",
+    "Authorization", "Proxy-Authorization", "Transfer-Encoding", "Connection", "Upgrade", "TE", "Via", "User-Agent",
+    "x-goog-pubsub-message-id", "X-Goog-Api-Key", "Sec-Fetch-Site", "X-Amz-Security-Token", "Proxy-Foo",
+    "bad key", "bad:key", "",
+])
+def test_attributes_never_override_hop_by_hop_framing_or_security_headers(key: str) -> None:
+    headers = metadata_request(attributes={key: "evil", "colour": "blue"})
+    assert headers["colour"] == "blue"
+    assert all(v != "evil" for v in headers.values())
+
+
+def test_http_post_nacks_whatever_one_request_raises(monkeypatch: pytest.MonkeyPatch) -> None:
+    from chalicelib.delivery import net, push_request
+
+    # a header value http.client refused with ValueError, which escaped the old http_post
+    assert push_request.http_post("http://127.0.0.1:9/x", b"x", {"X-A": "a\r\nb"}, 1.0) is None
+
+    def broken(*args: object) -> int:
+        raise RuntimeError("anything")
+
+    monkeypatch.setattr(net, "post", broken)
+    assert push_request.http_post("http://127.0.0.1:9/x", b"x", {}, 1.0) is None
+
+
+# -- service accounts push tokens may assert ----------------------------------------------------------------
+def test_service_accounts_are_open_locally_and_listed_when_strict() -> None:
+    from chalicelib.config import Config
+    from chalicelib.service.push_config import push_token, service_account_allowed
+
+    local = Config(deployed=False, push_strict=False, push_service_accounts=())
+    assert service_account_allowed(local, "anyone@example.com")
+    for closed in (Config(deployed=False, push_strict=True, push_service_accounts=()),
+                   Config(deployed=True, push_service_accounts=())):
+        assert not service_account_allowed(closed, "anyone@example.com")
+    listed = Config(deployed=False, push_strict=True, push_service_accounts=("pusher@metro.example",))
+    assert service_account_allowed(listed, "Pusher@Metro.Example")
+    assert not service_account_allowed(listed, "victim@example.com")
+    assert not service_account_allowed(Config(deployed=False, push_service_accounts=("a@b.c",)), "x@b.c")
+    # and again at delivery: no token for an identity Metro may not act as
+    assert push_token(listed, "victim@example.com", "aud", 1_000_000.0) is None
+    assert push_token(listed, "pusher@metro.example", "aud", 1_000_000.0) is not None

@@ -1,0 +1,264 @@
+"""The push HTTP client: one POST to a checked address, ended by a total deadline.
+
+:func:`post` sends the request to the host, port and request target of a checked
+:class:`~chalicelib.core.endpoints.Target` and connects only to the addresses that were checked
+(never resolving again): for https the TLS handshake still sends the host name (SNI) and verifies
+the certificate for it, and ``Host`` is the URL's host. After connecting, the peer address is
+compared with the checked addresses once more.
+
+Every socket operation gets the time left until the deadline as its timeout (a send loop for the
+body, one ``recv`` at a time for the answer), so a server that drips its answer byte by byte is cut
+off at the deadline. Of the answer Metro reads the status line and headers (at most
+``MAX_HEAD_BYTES``) and at most ``MAX_BODY_BYTES`` of body: a connection whose body is longer,
+chunked, or delimited by close is closed rather than drained. Connections whose answer was read
+completely are kept for reuse (keep-alive), a bounded number per destination.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+import ssl
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from urllib3.util.wait import wait_for_read
+
+from chalicelib.core.endpoints import Address, Target
+
+MAX_HEAD_BYTES = 16 * 1024
+MAX_BODY_BYTES = 4 * 1024
+MAX_DESTINATIONS = 64
+MAX_IDLE_PER_DESTINATION = 16
+_STATUS = re.compile(rb"^HTTP/1\.([01]) ([0-9]{3})(?: |\r?$)")
+_TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
+_VALUE = re.compile(r"^[\t\x20-\x7e\x80-\xff]*$")
+_OWN_HEADERS = {"host", "content-length", "transfer-encoding", "connection", "keep-alive", "te", "upgrade",
+                "trailer", "expect"}
+
+Destination = tuple[str, str, int, str]  # (scheme, address, port, host name)
+
+
+class PushTimeout(Exception):
+    """The deadline of the push passed."""
+
+
+class PeerMismatch(Exception):
+    """The socket is connected to an address that was not checked."""
+
+
+@dataclass
+class Answer:
+    status: int
+    reusable: bool
+
+
+# -- connections ----------------------------------------------------------------------------------
+_IDLE: OrderedDict[Destination, list[socket.socket]] = OrderedDict()
+_IDLE_LOCK = threading.Lock()
+_TLS = ssl.create_default_context()
+
+
+def _left(deadline: float) -> float:
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise PushTimeout()
+    return left
+
+
+def _take_idle(dest: Destination) -> socket.socket | None:
+    """A kept connection to ``dest`` that the server has not closed meanwhile."""
+    while True:
+        with _IDLE_LOCK:
+            socks = _IDLE.get(dest)
+            if not socks:
+                return None
+            sock = socks.pop()
+        dropped = wait_for_read(sock, timeout=0.0) or (isinstance(sock, ssl.SSLSocket) and sock.pending() > 0)
+        if not dropped:
+            return sock
+        sock.close()
+
+
+def _keep(dest: Destination, sock: socket.socket) -> None:
+    evicted: list[socket.socket] = []
+    with _IDLE_LOCK:
+        socks = _IDLE.setdefault(dest, [])
+        _IDLE.move_to_end(dest)
+        socks.append(sock)
+        if len(socks) > MAX_IDLE_PER_DESTINATION:
+            evicted.append(socks.pop(0))
+        while len(_IDLE) > MAX_DESTINATIONS:
+            evicted.extend(_IDLE.popitem(last=False)[1])
+    for old in evicted:
+        old.close()
+
+
+def _connect(target: Target, address: Address, deadline: float) -> socket.socket:
+    endpoint = target.endpoint
+    sock = socket.create_connection((str(address), endpoint.port), timeout=_left(deadline))
+    try:
+        if not target.is_checked_peer(str(sock.getpeername()[0])):
+            raise PeerMismatch(f"connected to {sock.getpeername()[0]}, which was not checked")
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if endpoint.scheme == "https":
+            sock.settimeout(_left(deadline))
+            sock = _TLS.wrap_socket(sock, server_hostname=endpoint.host)
+        return sock
+    except BaseException:
+        sock.close()
+        raise
+
+
+def _open(target: Target, deadline: float) -> tuple[socket.socket, Destination]:
+    """A connection to one of the checked addresses, kept or new (the first address that answers)."""
+    endpoint = target.endpoint
+    if not target.addresses:
+        raise ConnectionError(f"{endpoint.host} does not resolve")
+    for address in target.addresses:
+        dest = (endpoint.scheme, str(address), endpoint.port, endpoint.host)
+        sock = _take_idle(dest)
+        if sock is not None:
+            return sock, dest
+    failure: Exception = ConnectionError(f"no address of {endpoint.host} answered")
+    for address in target.addresses:
+        dest = (endpoint.scheme, str(address), endpoint.port, endpoint.host)
+        try:
+            return _connect(target, address, deadline), dest
+        except (OSError, PeerMismatch) as exc:
+            failure = exc
+            _left(deadline)
+    raise failure
+
+
+# -- the exchange ---------------------------------------------------------------------------------
+def request_head(target: Target, body_length: int, headers: dict[str, str]) -> bytes:
+    """The request line and headers; ValueError for a header Metro must not send."""
+    endpoint = target.endpoint
+    lines = [f"POST {endpoint.target} HTTP/1.1", f"Host: {endpoint.host_header}", f"Content-Length: {body_length}"]
+    for name, value in headers.items():
+        if not _TOKEN.match(name) or not _VALUE.match(value):
+            raise ValueError(f"refusing to send the header {name[:40]!r}")
+        if name.lower() not in _OWN_HEADERS:
+            lines.append(f"{name}: {value}")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+
+def _send(sock: socket.socket, data: bytes, deadline: float) -> None:
+    view = memoryview(data)
+    while view:
+        sock.settimeout(_left(deadline))
+        sent = sock.send(view[:256 * 1024])
+        view = view[sent:]
+
+
+def _recv(sock: socket.socket, deadline: float) -> bytes:
+    sock.settimeout(_left(deadline))
+    return sock.recv(16 * 1024)
+
+
+def _header_values(head: bytes) -> dict[str, str]:
+    values: dict[str, str] = {}
+    for line in head.split(b"\r\n")[1:]:
+        name, sep, value = line.partition(b":")
+        if sep:
+            key = name.strip().lower().decode("latin-1")
+            values[key] = (values[key] + "," if key in values else "") + value.strip().decode("latin-1")
+    return values
+
+
+def _body_length(status: int, head: bytes) -> int | None:
+    """The body's length in bytes, or None when only closing the connection ends it."""
+    if status in (204, 304):
+        return 0
+    values = _header_values(head)
+    if "transfer-encoding" in values or "content-length" not in values:
+        return None
+    length = values["content-length"].strip()
+    if not length.isdigit():
+        return None
+    if "close" in values.get("connection", "").lower():
+        return None
+    return int(length)
+
+
+def _status_of(buffer: bytes) -> int | None:
+    """The status code once the status line is complete."""
+    if b"\n" not in buffer:
+        return None
+    match = _STATUS.match(buffer)
+    if match is None:
+        raise ConnectionError("the answer is not HTTP/1.x")
+    return int(match.group(2))
+
+
+def _read_answer(sock: socket.socket, deadline: float) -> Answer:
+    """The final status; the connection is reusable when its answer was read to the end."""
+    buffer = b""
+    status: int | None = None
+    while True:
+        end = buffer.find(b"\r\n\r\n")
+        if end < 0:
+            if len(buffer) > MAX_HEAD_BYTES and status is not None:
+                return Answer(status, False)
+            try:
+                chunk = _recv(sock, deadline)
+            except (PushTimeout, OSError):
+                if status is not None:
+                    return Answer(status, False)
+                raise
+            if not chunk:
+                if status is not None:
+                    return Answer(status, False)
+                raise ConnectionError("the connection closed before an answer")
+            buffer += chunk
+            status = _status_of(buffer) if status is None else status
+            continue
+        head, rest = buffer[:end], buffer[end + 4:]
+        assert status is not None
+        if status == 100:  # an interim answer: the final one follows
+            buffer = rest
+            status = _status_of(buffer)
+            continue
+        if status < 200 or not head.startswith(b"HTTP/1.1"):
+            return Answer(status, False)
+        return Answer(status, _read_body(sock, _body_length(status, head), rest, deadline))
+
+
+def _read_body(sock: socket.socket, length: int | None, rest: bytes, deadline: float) -> bool:
+    """Read a short body to its end; whether the connection may be reused."""
+    if length is None or length > MAX_BODY_BYTES or len(rest) > length:
+        return False
+    got = len(rest)
+    try:
+        while got < length:
+            chunk = _recv(sock, deadline)
+            if not chunk:
+                return False
+            got += len(chunk)
+    except (PushTimeout, OSError):
+        return False
+    return got == length
+
+
+def post(target: Target, body: bytes, headers: dict[str, str], deadline: float) -> int:
+    """POST ``body`` to ``target``; the final HTTP status. Raises on a timeout or a connection failure."""
+    head = request_head(target, len(body), headers)
+    sock, dest = _open(target, deadline)
+    answer: Answer | None = None
+    try:
+        if len(body) <= 64 * 1024:
+            _send(sock, head + body, deadline)
+        else:
+            _send(sock, head, deadline)
+            _send(sock, body, deadline)
+        answer = _read_answer(sock, deadline)
+        return answer.status
+    finally:
+        if answer is not None and answer.reusable:
+            sock.settimeout(None)
+            _keep(dest, sock)
+        else:
+            sock.close()
