@@ -11,6 +11,18 @@ def _env(name: str, default: str) -> str:
 
 
 @dataclass(frozen=True)
+class Quotas:
+    """Per-project resource quotas (docs/security.md); 0 switches one off. Google's defaults where it has them."""
+
+    topics: int = field(default_factory=lambda: int(_env("METRO_QUOTA_TOPICS", "10000")))
+    subscriptions: int = field(default_factory=lambda: int(_env("METRO_QUOTA_SUBSCRIPTIONS", "10000")))
+    subscriptions_per_topic: int = field(default_factory=lambda: int(_env("METRO_QUOTA_SUBSCRIPTIONS_PER_TOPIC",
+                                                                          "10000")))
+    # Each push subscription is a Lambda event source mapping that polls its queue (a thread locally).
+    push_subscriptions: int = field(default_factory=lambda: int(_env("METRO_QUOTA_PUSH_SUBSCRIPTIONS", "100")))
+
+
+@dataclass(frozen=True)
 class Config:
     region: str = field(default_factory=lambda: _env("AWS_REGION", _env("AWS_DEFAULT_REGION", "us-east-1")))
     endpoint_url: str | None = field(default_factory=lambda: os.environ.get("AWS_ENDPOINT_URL") or None)
@@ -40,6 +52,7 @@ class Config:
     # How long a message waits before Metro retries forwarding it when its dead-letter topic is missing.
     dead_letter_retry_seconds: int = field(default_factory=lambda: int(_env("METRO_DEAD_LETTER_RETRY_SECONDS",
                                                                            "300")))
+    quotas: Quotas = field(default_factory=Quotas)
     # --- push delivery ---
     # Hostnames and CIDRs that push endpoints may use although they are not public (comma separated).
     push_allow_list: tuple[str, ...] = field(default_factory=lambda: tuple(

@@ -284,6 +284,33 @@ class ResourceStore:
         """:meth:`topic_subscriptions` on a background thread, so a caller can overlap it with other calls."""
         return _POOL.submit(aws.in_callers_part(lambda: self.topic_subscriptions(topic)[0]))
 
+    def count_topics(self, project: str) -> int:
+        return self._count(f"project#{project}", "topic#")
+
+    def count_subscriptions(self, project: str) -> int:
+        return self._count(f"project#{project}", "sub#")
+
+    def count_topic_subscriptions(self, topic: str) -> int:
+        return self._count(f"topic#{topic}", "sub#")
+
+    def _count(self, pk: str, prefix: str) -> int:
+        """How many items under ``pk`` have a sort key with ``prefix`` (Select=COUNT: no item is returned)."""
+        args: QueryInputTypeDef = {
+            "TableName": self._table,
+            "KeyConditionExpression": "pk = :pk AND begins_with(sk, :prefix)",
+            "ExpressionAttributeValues": {":pk": {"S": pk}, ":prefix": {"S": prefix}},
+            "Select": "COUNT",
+        }
+        total = 0
+        with aws_errors("Count"):
+            while True:
+                resp = self._ddb.query(**args)
+                total += resp.get("Count", 0)
+                last = resp.get("LastEvaluatedKey")
+                if not last:
+                    return total
+                args["ExclusiveStartKey"] = last
+
     def _query(self, pk: str, prefix: str, page_size: int, token: str) -> tuple[list[Item], str]:
         """One page (``page_size`` 0: every item) of the items under ``pk`` whose sort key has ``prefix``."""
         scope = f"{pk}\n{prefix}"
