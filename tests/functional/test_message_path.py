@@ -32,7 +32,7 @@ def publish(services: Services, *datas: bytes, attrs: dict[str, str] | None = No
 
 
 def pull(services: Services, n: int = 10) -> list[dict[str, Any]]:
-    return list(services.pull.pull(sub(), PullRequest(n, True)).get("receivedMessages", []))
+    return list(services.pull.pull(sub(), PullRequest(n, True)).to_wire().get("receivedMessages", []))
 
 
 @pytest.fixture
@@ -161,7 +161,7 @@ def test_dead_letter_after_max_attempts(services: Services, clock: FakeClock) ->
         services.pull.modify_ack_deadline(sub(), ModifyAckDeadlineRequest((msg["ackId"],), 0))
     assert pull(services) == []  # the sixth receive forwards it instead
     FanOut(services.ctx).handle(stream_event(services))
-    got = services.pull.pull(sub("dead-sub"), pull_request({"maxMessages": 5}))["receivedMessages"]
+    got = services.pull.pull(sub("dead-sub"), pull_request({"maxMessages": 5})).to_wire()["receivedMessages"]
     attrs = got[0]["message"]["attributes"]
     assert base64.b64decode(got[0]["message"]["data"]) == b"poison"
     assert attrs["k"] == "v" and attrs["CloudPubSubDeadLetterSourceDeliveryCount"] == "5"

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from chalicelib.core import names
+from chalicelib.core.backoff import ThrottleState
 from chalicelib.core.requests import ModifyAckDeadlineRequest, PullRequest
 from chalicelib.delivery.fanout import FanOut
 from chalicelib.delivery.maintenance import expire_idle_subscriptions
@@ -46,6 +47,13 @@ class Spy:
         return getattr(self.inner, name)
 
 
+class Unthrottled(PushStore):
+    """The push state store, but the throttle state is never saved: every batch starts healthy."""
+
+    def save_throttle(self, sub: str, state: ThrottleState) -> None:
+        pass
+
+
 class Stream:
     """Fans out each stream record once (the test's stand-in for the trigger pump)."""
 
@@ -67,7 +75,7 @@ def _publish(services: Services, t: names.Name, *datas: bytes, key: str = "") ->
 
 
 def _pull(services: Services, s: names.Name) -> list[dict[str, Any]]:
-    return list(services.pull.pull(s, PullRequest(10, True)).get("receivedMessages", []))
+    return list(services.pull.pull(s, PullRequest(10, True)).to_wire().get("receivedMessages", []))
 
 
 def _queue_url(services: Services, s: names.Name) -> str:
@@ -172,8 +180,8 @@ def test_ordered_push_dead_letters_one_message_and_unblocks_its_key(services: Se
         order.append(mid)
         return 500 if mid == ids[0] else 204
 
-    delivery = PushDelivery(services.ctx, post=post, sleep=clock.advance, workers=1)
-    delivery.push.save_throttle = lambda name, state: None  # type: ignore[method-assign]  # no flow control here
+    unthrottled = dataclasses.replace(services.ctx, push=Unthrottled(services.ctx.config))  # no flow control here
+    delivery = PushDelivery(unthrottled, post=post, sleep=clock.advance, monotonic=clock, workers=1)
     rec = services.ctx.resources.require_subscription(sub())
     sqs = aws.client("sqs", services.ctx.config)
     arn = queue_arn(rec.queue_url, services.ctx.config.region)
