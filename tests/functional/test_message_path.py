@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from chalicelib.api.requests import acknowledge_request, pull_request
-from chalicelib.core import names
+from chalicelib.core import limits, names
 from chalicelib.core.errors import FailedPrecondition, InvalidArgument, NotFound
 from chalicelib.core.requests import ModifyAckDeadlineRequest, PullRequest
 from chalicelib.delivery.fanout import FanOut
@@ -234,3 +234,15 @@ def test_idle_subscriptions_expire(services: Services, clock: FakeClock) -> None
     with pytest.raises(NotFound):
         services.admin.get_subscription(sub("short"))
     assert services.admin.get_subscription(sub("never"))["expirationPolicy"] == {}
+
+
+def test_pull_size_counts_s3_bodies_whatever_their_attributes(ready: Services) -> None:
+    """An S3-pointer envelope with an attribute named "d" is sized by its body, not by its queue text."""
+    body = bytes(900_000)  # above the inline threshold: the queue holds a pointer to S3
+    ids = [publish(ready, body, attrs={"d": "looks inline"})[0] for _ in range(6)]
+    FanOut(ready.ctx).handle(stream_event(ready))
+    first = pull(ready)
+    assert sum(len(base64.b64decode(m["message"]["data"])) for m in first) <= limits.MAX_PULL_RESPONSE_BYTES
+    assert len(first) == limits.MAX_PULL_RESPONSE_BYTES // len(body)
+    rest = pull(ready)  # the ones over the cap were handed back at once
+    assert sorted(m["message"]["messageId"] for m in first + rest) == sorted(ids)

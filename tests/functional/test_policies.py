@@ -213,3 +213,43 @@ def test_expiration_deletes_push_subscriptions_like_a_delete_call(services: Serv
     clock.advance(31 * 86400 - 86401 + 1)  # the default policy: 31 days
     assert expire_idle_subscriptions(services.ctx) == [sub("default").path]
     assert P in sub("default").path
+
+
+def _nack_until_forwarded(services: Services, s: names.Name, attempts: int) -> dict[str, Any]:
+    """Pull and nack ``attempts`` times; the next pull forwards the message. Returns the last delivery."""
+    last: dict[str, Any] = {}
+    for attempt in range(1, attempts + 1):
+        (last,) = _pull(services, s)
+        assert last["deliveryAttempt"] == attempt
+        services.pull.modify_ack_deadline(s, ModifyAckDeadlineRequest((last["ackId"],), 0))
+    assert _pull(services, s) == []  # past maxDeliveryAttempts: forwarded (or dropped), not delivered
+    return last
+
+
+def test_a_dead_letter_cycle_stops_at_the_hop_limit(services: Services, clock: FakeClock,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """Topic A's subscription dead-letters to B, B's to A: the message goes round until the hop limit."""
+    services.ctx.config = dataclasses.replace(services.ctx.config, dead_letter_max_hops=2)
+    services.admin.create_topic(topic("cycle-a"), {})
+    services.admin.create_topic(topic("cycle-b"), {})
+    for here, there in (("cycle-a", "cycle-b"), ("cycle-b", "cycle-a")):
+        services.admin.create_subscription(sub(here), {"topic": topic(here).path, "deadLetterPolicy": {
+            "deadLetterTopic": topic(there).path, "maxDeliveryAttempts": 5}})
+    clock.advance(1)
+    stream = Stream(services)
+    _publish(services, topic("cycle-a"), b"round and round")
+    stream.pump()
+    first = _nack_until_forwarded(services, sub("cycle-a"), 5)
+    assert "CloudPubSubDeadLetterHops" not in first["message"].get("attributes", {})
+    stream.pump()
+    on_b = _nack_until_forwarded(services, sub("cycle-b"), 5)  # the same path that must stay quiet below
+    assert on_b["message"]["attributes"]["CloudPubSubDeadLetterHops"] == "1"
+    stream.pump()
+    back_on_a = _nack_until_forwarded(services, sub("cycle-a"), 5)
+    assert back_on_a["message"]["attributes"]["CloudPubSubDeadLetterHops"] == "2"
+    assert base64.b64decode(back_on_a["message"]["data"]) == b"round and round"
+    stream.pump()  # the third forward was dropped: nothing reaches B, and A's queue is empty
+    assert _pull(services, sub("cycle-b")) == [] and _pull(services, sub("cycle-a")) == []
+    assert services.ctx.queues.backlog(_queue_url(services, sub("cycle-a"))) == 0
+    metrics = [json.loads(line) for line in capsys.readouterr().out.splitlines() if "DeadLetterHopLimit" in line]
+    assert len(metrics) == 1 and metrics[0]["Subscription"] == sub("cycle-a").path
