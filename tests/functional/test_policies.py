@@ -7,6 +7,7 @@ import base64
 import dataclasses
 import json
 from collections import defaultdict
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -21,30 +22,29 @@ from chalicelib.local.push_pump import lambda_record
 from chalicelib.runtime import Services
 from chalicelib.store import aws
 from chalicelib.store.push_state import PushStore, queue_arn
+from chalicelib.store.queues import QueueStore, Received
 from tests.functional.conftest import FakeClock
 from tests.functional.test_message_path import P, ready, stream_event, sub, topic
 
 __all__ = ["ready"]  # a fixture
 
 
-class Spy:
-    """Wraps the QueueStore: records the visibility of every receive and visibility change."""
+class Spy(QueueStore):
+    """The QueueStore, recording the visibility of every receive and visibility change."""
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: QueueStore) -> None:
+        self.__dict__.update(inner.__dict__)  # the same client and settings
         self.inner = inner
         self.received: list[int] = []
         self.changes: list[tuple[str, int]] = []
 
-    def receive(self, url: str, max_messages: int, wait: int, visibility: int) -> Any:
+    def receive(self, url: str, max_messages: int, wait: int, visibility: int) -> list[Received]:
         self.received.append(visibility)
         return self.inner.receive(url, max_messages, wait, visibility)
 
-    def change_visibility_batch(self, url: str, changes: list[tuple[str, int]]) -> list[int]:
+    def change_visibility_batch(self, url: str, changes: Sequence[tuple[str, int]]) -> list[int]:
         self.changes += changes
-        return list(self.inner.change_visibility_batch(url, changes))
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
+        return self.inner.change_visibility_batch(url, changes)
 
 
 class Unthrottled(PushStore):
@@ -90,7 +90,7 @@ def test_expiry_is_followed_by_the_retry_backoff(services: Services, clock: Fake
                                                "deadLetterPolicy": {"deadLetterTopic": topic("dlt").path}})
     clock.advance(1)
     spy = Spy(services.ctx.queues)
-    services.ctx.queues = spy  # type: ignore[assignment]
+    services.ctx.queues = spy
     stream = Stream(services)
     _publish(services, topic(), b"slow")
     stream.pump()
@@ -111,7 +111,7 @@ def test_expiry_is_followed_by_the_retry_backoff(services: Services, clock: Fake
 
 def test_no_retry_policy_means_no_backoff(ready: Services) -> None:
     spy = Spy(ready.ctx.queues)
-    ready.ctx.queues = spy  # type: ignore[assignment]
+    ready.ctx.queues = spy
     _publish(ready, topic(), b"x")
     Stream(ready).pump()
     (msg,) = _pull(ready, sub())
@@ -139,7 +139,7 @@ def test_missing_dead_letter_topic_keeps_and_counts_messages(services: Services,
         assert msg["deliveryAttempt"] == attempt
         services.pull.modify_ack_deadline(sub(), ModifyAckDeadlineRequest((msg["ackId"],), 0))
     spy = Spy(services.ctx.queues)
-    services.ctx.queues = spy  # type: ignore[assignment]
+    services.ctx.queues = spy
     assert _pull(services, sub()) == []  # not delivered: parked, since it cannot be dead-lettered
     assert [d for _, d in spy.changes] == [1]
     metrics = [json.loads(line) for line in capsys.readouterr().out.splitlines() if "DeadLetterTopicMissing" in line]

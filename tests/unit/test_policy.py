@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from chalicelib.core import envelope
@@ -22,8 +24,8 @@ NAME = "projects/p/subscriptions/s"
 TOPIC = "projects/p/topics/t"
 
 
-def rec(**spec: object) -> SubscriptionRecord:
-    return SubscriptionRecord(Subscription(name=NAME, topic=TOPIC, **spec), 0.0, "url")  # type: ignore[arg-type]
+def rec(**spec: Any) -> SubscriptionRecord:
+    return SubscriptionRecord(Subscription(name=NAME, topic=TOPIC, **spec), 0.0, "url")
 
 
 def test_max_attempts() -> None:
