@@ -52,12 +52,23 @@ def lambda_record(message: dict[str, Any], arn: str, region: str) -> dict[str, A
 class Source(Protocol):
     """What a poller reads from its pump (a test passes its own)."""
 
-    part: str
-    handler: Handler
-    clock: Clock
-    batch_size: int
-    config: Config
-    stopped: threading.Event
+    @property
+    def part(self) -> str: ...
+
+    @property
+    def handler(self) -> Handler: ...
+
+    @property
+    def clock(self) -> Clock: ...
+
+    @property
+    def batch_size(self) -> int: ...
+
+    @property
+    def config(self) -> Config: ...
+
+    @property
+    def stopped(self) -> threading.Event: ...
 
     @property
     def push(self) -> PushStore: ...
