@@ -13,6 +13,7 @@ from chalicelib.core.errors import FailedPrecondition, InvalidArgument, NotFound
 from chalicelib.core.requests import ModifyAckDeadlineRequest, PullRequest
 from chalicelib.delivery.fanout import FanOut
 from chalicelib.runtime import Services
+from chalicelib.store import aws
 from tests.functional.conftest import FakeClock, stream_event
 
 P = "func-project"
@@ -246,3 +247,22 @@ def test_pull_size_counts_s3_bodies_whatever_their_attributes(ready: Services) -
     assert len(first) == limits.MAX_PULL_RESPONSE_BYTES // len(body)
     rest = pull(ready)  # the ones over the cap were handed back at once
     assert sorted(m["message"]["messageId"] for m in first + rest) == sorted(ids)
+
+
+def test_requests_per_pull_and_ack(ready: Services) -> None:
+    """A full pull is ReceiveMessage calls only, and its ack DeleteMessageBatch calls only: no lease item."""
+    publish(ready, *(b"m%d" % i for i in range(100)))
+    FanOut(ready.ctx).handle(stream_event(ready))
+    pull(ready, 1)  # warm: the subscription cache and the hourly activity mark
+    calls: list[str] = []
+    for service in ("dynamodb", "sqs", "s3"):
+        aws.client(service, ready.ctx.config).meta.events.register(
+            "before-call.*.*", lambda model, **_: calls.append(model.name))
+    got = pull(ready, 100)
+    pulled, calls[:] = list(calls), []
+    ready.pull.acknowledge(sub(), acknowledge_request({"ackIds": [m["ackId"] for m in got]}))
+    print(f"pull of {len(got)}: {pulled}; ack: {calls}")
+    assert len(got) == 99 and len(pulled) <= 11
+    # GetItem: the subscription record, when the metadata cache has expired in between.
+    assert set(pulled) <= {"ReceiveMessage", "GetItem"} and pulled.count("GetItem") <= 1
+    assert [c for c in calls if c != "GetItem"] == ["DeleteMessageBatch"] * 10 and calls.count("GetItem") <= 1
