@@ -3,11 +3,9 @@
 Each patch monkeypatches one class of chalicelib for this process, so a proposal can be measured on
 the same harness before anyone edits the real module. None is applied unless asked for; the results
 JSON records which were. Proposals that were adopted (fuller pulls, concurrent fan-out sends, the
-metadata cache, direct fan-out at publish, the pump's shard listing) are part of Metro now and left
-this list; their before/after figures are in docs/decisions/cost-model.md.
-
-no-lease          LeaseStore.open / settle do nothing (nothing reads a lease back on subscriptions without
-                  exactly-once delivery): what the per-pull lease costs.
+metadata cache, direct fan-out at publish, the pump's shard listing, no per-pull lease item) are part
+of Metro now and left this list; their before/after figures are in docs/decisions/cost-model.md and
+docs/decisions/lease-item.md.
 """
 
 from __future__ import annotations
@@ -34,10 +32,3 @@ def apply(names: list[str], stack: Any) -> list[str]:
         PATCHES[n](stack)
     return names
 
-
-@patch("no-lease")
-def _no_lease(stack: Any) -> None:
-    from chalicelib.store.leases import LeaseStore
-
-    LeaseStore.open = lambda self, *a, **k: None  # type: ignore[method-assign]
-    LeaseStore.settle = lambda self, *a, **k: True  # type: ignore[method-assign]

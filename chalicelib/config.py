@@ -53,6 +53,9 @@ class Config:
     dead_letter_retry_seconds: int = field(default_factory=lambda: int(_env("METRO_DEAD_LETTER_RETRY_SECONDS",
                                                                            "300")))
     quotas: Quotas = field(default_factory=Quotas)
+    # How many times one message may be dead-lettered (each forward adds a hop); past this it is dropped, so
+    # dead-letter topics that feed each other in a cycle cannot multiply a message without end.
+    dead_letter_max_hops: int = field(default_factory=lambda: int(_env("METRO_DEAD_LETTER_MAX_HOPS", "5")))
     # --- push delivery ---
     # Hostnames and CIDRs that push endpoints may use although they are not public (comma separated).
     push_allow_list: tuple[str, ...] = field(default_factory=lambda: tuple(

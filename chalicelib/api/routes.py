@@ -9,14 +9,14 @@ from urllib.parse import unquote
 from chalice.app import Request, Response
 
 from chalicelib.api import requests
-from chalicelib.api.http import guarded, json_response, not_found, parse_body, split_segment
+from chalicelib.api.http import Wire, guarded, json_response, not_found, parse_body, split_segment
 from chalicelib.core import names
 from chalicelib.core.names import Name
 from chalicelib.runtime import services
 from chalicelib.service import push_config  # push delivery (issue 4)
 from chalicelib.service.usage import UsageService  # usage metrics (issue 6)
 
-Handler = Callable[[Name, Any, dict[str, str]], dict[str, Any]]
+Handler = Callable[[Name, Any, dict[str, str]], "dict[str, Any] | Wire"]
 
 
 def _params(request: Request) -> dict[str, str]:

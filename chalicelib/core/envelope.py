@@ -2,7 +2,8 @@
 
 Compact JSON: ``{"id": message id, "t": publish time, "a": attributes?, "k": ordering key?,
 "d": base64 data}`` when the body travels inline, or ``{..., "s3": key, "o": offset, "n": length}``
-when it stays in S3 and is read with a range GET at delivery time.
+when it stays in S3 and is read with a range GET at delivery time. Only :func:`decode` tells the two
+apart (an attribute may be named ``d`` too); readers decode a queue body once and keep the envelope.
 """
 
 from __future__ import annotations
@@ -26,10 +27,13 @@ class Envelope:
 
     @property
     def inline(self) -> bool:
+        """Whether the body travels in the queue message (else it is read from S3 at delivery time)."""
         return self.data is not None
 
     @property
     def size(self) -> int:
+        """Bytes delivered for this message: its data, inline or in S3 (never the queue body's length, which
+        for an S3 pointer is a few hundred bytes whatever the message's size)."""
         return len(self.data) if self.data is not None else self.length
 
 

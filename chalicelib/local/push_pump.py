@@ -16,7 +16,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from chalicelib.config import Config
 from chalicelib.core import names
@@ -49,10 +49,38 @@ def lambda_record(message: dict[str, Any], arn: str, region: str) -> dict[str, A
     }
 
 
+class Source(Protocol):
+    """What a poller reads from its pump (a test passes its own)."""
+
+    @property
+    def part(self) -> str: ...
+
+    @property
+    def handler(self) -> Handler: ...
+
+    @property
+    def clock(self) -> Clock: ...
+
+    @property
+    def batch_size(self) -> int: ...
+
+    @property
+    def config(self) -> Config: ...
+
+    @property
+    def stopped(self) -> threading.Event: ...
+
+    @property
+    def push(self) -> PushStore: ...
+
+    @property
+    def sqs(self) -> Any: ...
+
+
 class Poller:
     """Delivers one push subscription's queue, one batch at a time."""
 
-    def __init__(self, pump: PushPump, rec: SubscriptionRecord) -> None:
+    def __init__(self, pump: Source, rec: SubscriptionRecord) -> None:
         self.pump = pump
         self.rec = rec
         self.stop = threading.Event()

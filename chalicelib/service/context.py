@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from chalicelib.config import Config
 from chalicelib.core.ackids import AckIdCodec
 from chalicelib.core.ids import IdSource
-from chalicelib.store.leases import ExactLeases, LeaseStore, SkipStore
+from chalicelib.store.leases import ExactLeases, SkipStore
 from chalicelib.store.log import MessageLog
 from chalicelib.store.mappings import MappingStore
 from chalicelib.store.push_state import PushStore
@@ -30,7 +30,6 @@ class Context:
     resources: ResourceStore
     log: MessageLog
     queues: QueueStore
-    leases: LeaseStore
     exact: ExactLeases
     skips: SkipStore
     push: PushStore
@@ -46,6 +45,6 @@ class Context:
     @classmethod
     def from_config(cls, config: Config, clock: Clock = time.time, ids: IdSource | None = None) -> Context:
         return cls(config=config, resources=ResourceStore(config), log=MessageLog(config), queues=QueueStore(config),
-                   leases=LeaseStore(config), exact=ExactLeases(config), skips=SkipStore(config),
+                   exact=ExactLeases(config), skips=SkipStore(config),
                    push=PushStore(config), mappings=MappingStore(config), usage=UsageStore(config),
                    clock=clock, ids=ids or IdSource())

@@ -92,9 +92,11 @@ def test_filters(publisher: Any, subscriber: Any, unique: str) -> None:
     publisher.publish(topic, b"b", color="blue").result()
     publisher.publish(topic, b"c", size="XL").result()
     got = _pull_until(subscriber, sub, 2)
-    time.sleep(0.3)
+    # "b" never comes; the control: a matching message published after it does.
+    publisher.publish(topic, b"d", color="red").result()
+    got += _pull_until(subscriber, sub, 1)
     got += _pull(subscriber, sub, wait=False)
-    assert sorted(m.message.data for m in got) == [b"a", b"c"]
+    assert sorted(m.message.data for m in got) == [b"a", b"c", b"d"]
     with pytest.raises(gexc.BadRequest):  # filters are immutable
         subscriber.update_subscription(request={"subscription": {"name": sub, "filter": ""},
                                                 "update_mask": {"paths": ["filter"]}})
@@ -161,8 +163,10 @@ def test_exactly_once_racing_pullers(publisher: Any, subscriber: Any, unique: st
     for t in threads:
         t.join()
     assert len(acked) == 31 and len(set(acked)) == 31  # every message acked exactly once
-    time.sleep(1)
-    assert _pull(subscriber, sub, 10, wait=False) == []
+    # Nothing comes again; the control: a message published now does, alone.
+    marker = publisher.publish(topic, b"marker").result()
+    again = _pull_until(subscriber, sub, 2, timeout=2)
+    assert [m.message.message_id for m in again] == [marker]
 
 
 def test_exactly_once_stale_ack_fails_per_id(publisher: Any, subscriber: Any, unique: str) -> None:

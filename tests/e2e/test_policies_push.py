@@ -68,8 +68,8 @@ def test_push_dead_letter_with_delivery_attempts(publisher: Any, subscriber: Any
     assert attrs["CloudPubSubDeadLetterSourceSubscription"] == unique
     assert attrs["CloudPubSubDeadLetterSourceSubscriptionProject"] == PROJECT
     assert attrs["CloudPubSubDeadLetterSourceTopicPublishTime"]
-    time.sleep(1.0)
-    assert len(hook.requests) == 5  # acknowledged on the source once dead-lettered
+    hook.quiet_after(lambda: publisher.publish(topic, b"marker").result())
+    assert hook.ids().count(mid) == 5  # acknowledged on the source once dead-lettered
 
 
 def test_push_retry_policy_delays_each_redelivery(publisher: Any, subscriber: Any, webhook: Webhook,
@@ -82,8 +82,9 @@ def test_push_retry_policy_delays_each_redelivery(publisher: Any, subscriber: An
     assert first.message_id == second.message_id == third.message_id
     assert second.at - first.at >= 1.9  # minimum backoff after the first nack
     assert third.at - second.at >= 3.9  # doubled after the second
-    time.sleep(1.0)
-    assert len(hook.requests) == 3
+    marker = publisher.publish(topic, b"marker").result()
+    hook.quiet_after(lambda: marker)
+    assert hook.ids() == [first.message_id] * 3 + [marker]
 
 
 def test_push_filter(publisher: Any, subscriber: Any, webhook: Webhook, unique: str) -> None:
@@ -98,8 +99,8 @@ def test_push_filter(publisher: Any, subscriber: Any, webhook: Webhook, unique: 
     publisher.publish(topic, b"blue", color="blue").result()
     publisher.publish(topic, b"none").result()
     hook.wait_for(2, 15)
-    time.sleep(1.0)
-    assert sorted(_data(r) for r in hook.requests) == [b"none", b"red"]
+    hook.quiet_after(lambda: publisher.publish(topic, b"marker", color="red").result())
+    assert sorted(_data(r) for r in hook.requests) == [b"marker", b"none", b"red"]
     with pytest.raises(gexc.BadRequest):  # immutable
         subscriber.update_subscription(request={"subscription": {"name": sub, "filter": ""},
                                                 "update_mask": {"paths": ["filter"]}})
@@ -123,8 +124,8 @@ def test_push_ordering_with_dead_letter_unblocks_the_key(gapic: Any, publisher: 
     (got,) = _pull_until(subscriber, dead, 1, timeout=45)
     assert got.message.data == b"k0" and got.message.ordering_key == "k"
     hook.wait_for(5 + 4 + 5 + 1, 15)
-    time.sleep(1.0)
-    seen = [(_data(r), r.json().get("deliveryAttempt")) for r in hook.requests]
+    hook.quiet_after(lambda: publisher.publish(topic, b"marker").result())
+    seen = [(_data(r), r.json().get("deliveryAttempt")) for r in hook.requests if _data(r) != b"marker"]
     keyed = [s for s in seen if s[0].startswith(b"k")]
     assert keyed == [(b"k0", n) for n in range(1, 6)] + [(f"k{i}".encode(), 1) for i in range(1, 5)]
     assert [s for s in seen if s[0].startswith(b"j")] == [(f"j{i}".encode(), 1) for i in range(5)]
@@ -133,15 +134,16 @@ def test_push_ordering_with_dead_letter_unblocks_the_key(gapic: Any, publisher: 
 
 
 def test_push_detach_stops_delivery(publisher: Any, subscriber: Any, webhook: Webhook, unique: str) -> None:
-    hook = webhook.hook(204)
+    hook, control = webhook.hook(204), webhook.hook(204)
     topic = _topic(publisher, unique)
     sub = _sub(subscriber, unique, topic, hook.url)
+    _sub(subscriber, f"{unique}-control", topic, control.url)  # still attached: it shows "after" is pushed
     publisher.publish(topic, b"before").result()
     assert hook.wait_for(1, 15)
     publisher.detach_subscription(request={"subscription": sub})
     assert sub not in list(publisher.list_topic_subscriptions(topic=topic))
-    publisher.publish(topic, b"after").result()
-    time.sleep(2.5)
+    control.quiet_after(lambda: publisher.publish(topic, b"after").result(), window=2.5)
+    assert [_data(r) for r in control.requests] == [b"before", b"after"]
     assert [_data(r) for r in hook.requests] == [b"before"]
     with pytest.raises(gexc.BadRequest, match="detached"):
         subscriber.pull(request={"subscription": sub, "max_messages": 1, "return_immediately": True})

@@ -62,6 +62,21 @@ class Hook:
     def ids(self) -> list[str]:
         return [r.message_id for r in list(self.requests)]
 
+    def quiet_after(self, publish_marker: Callable[[], str], window: float = 1.0, timeout: float = 15) -> list[Request]:
+        """For "nothing more arrives" checks: publish a marker message to this hook's subscription and wait until
+        it arrives (the positive control: the same wait does see a delivery) and ``window`` seconds have passed.
+        Returns every request so far; the caller asserts that nothing but the marker came."""
+        start = time.monotonic()
+        marker = publish_marker()
+        end = start + timeout
+        while time.monotonic() < end and marker not in self.ids():
+            time.sleep(0.02)
+        assert marker in self.ids(), "the marker message never arrived: this wait could not see a delivery"
+        rest = window - (time.monotonic() - start)
+        if rest > 0:
+            self.wait_for(len(self.requests) + 1, rest)  # ends early if anything else arrives
+        return list(self.requests)
+
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"

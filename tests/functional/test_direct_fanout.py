@@ -44,7 +44,7 @@ def test_publish_enqueues_for_every_subscription_and_marks_the_log_item(direct: 
     assert entry.fanned and entry.count == 25
     got = pull(direct, 100)
     assert sorted(m["message"]["messageId"] for m in got) == sorted(ids)
-    filtered = direct.pull.pull(sub("sub-f"), PullRequest(100, True))["receivedMessages"]
+    filtered = direct.pull.pull(sub("sub-f"), PullRequest(100, True)).to_wire()["receivedMessages"]
     assert len(filtered) == 25
     # The stream handler skips the marked item: no second copy.
     assert FanOut(direct.ctx).handle(stream_event(direct)) == {"batchItemFailures": []}
@@ -68,7 +68,7 @@ def test_a_failed_enqueue_leaves_the_request_to_the_stream(direct: Services, mon
     firsts = [m["message"]["messageId"] for m in pull(direct, 100)]
     seconds = [m["message"]["messageId"]
                for m in direct.pull.pull(sub("sub-f"), PullRequest(100, True))
-               ["receivedMessages"]]
+               .to_wire()["receivedMessages"]]
     assert set(firsts) == set(seconds) == set(ids)
     assert len(firsts) + len(seconds) == 9
 
@@ -87,7 +87,7 @@ def test_a_failed_object_write_fails_the_publish_and_logs_nothing(direct: Servic
 
 
 def test_cached_records_follow_this_process_writes(direct: Services) -> None:
-    assert direct.pull.pull(sub(), PullRequest(1, True)) == {}
+    assert direct.pull.pull(sub(), PullRequest(1, True)).to_wire() == {}
     direct.admin.delete_subscription(sub())
     with pytest.raises(NotFound):
         direct.pull.pull(sub(), PullRequest(1, True))

@@ -8,11 +8,12 @@ from typing import Any
 import pytest
 
 from chalicelib.api.requests import acknowledge_request, pull_request
-from chalicelib.core import names
+from chalicelib.core import limits, names
 from chalicelib.core.errors import FailedPrecondition, InvalidArgument, NotFound
 from chalicelib.core.requests import ModifyAckDeadlineRequest, PullRequest
 from chalicelib.delivery.fanout import FanOut
 from chalicelib.runtime import Services
+from chalicelib.store import aws
 from tests.functional.conftest import FakeClock, stream_event
 
 P = "func-project"
@@ -32,7 +33,7 @@ def publish(services: Services, *datas: bytes, attrs: dict[str, str] | None = No
 
 
 def pull(services: Services, n: int = 10) -> list[dict[str, Any]]:
-    return list(services.pull.pull(sub(), PullRequest(n, True)).get("receivedMessages", []))
+    return list(services.pull.pull(sub(), PullRequest(n, True)).to_wire().get("receivedMessages", []))
 
 
 @pytest.fixture
@@ -161,7 +162,7 @@ def test_dead_letter_after_max_attempts(services: Services, clock: FakeClock) ->
         services.pull.modify_ack_deadline(sub(), ModifyAckDeadlineRequest((msg["ackId"],), 0))
     assert pull(services) == []  # the sixth receive forwards it instead
     FanOut(services.ctx).handle(stream_event(services))
-    got = services.pull.pull(sub("dead-sub"), pull_request({"maxMessages": 5}))["receivedMessages"]
+    got = services.pull.pull(sub("dead-sub"), pull_request({"maxMessages": 5})).to_wire()["receivedMessages"]
     attrs = got[0]["message"]["attributes"]
     assert base64.b64decode(got[0]["message"]["data"]) == b"poison"
     assert attrs["k"] == "v" and attrs["CloudPubSubDeadLetterSourceDeliveryCount"] == "5"
@@ -234,3 +235,34 @@ def test_idle_subscriptions_expire(services: Services, clock: FakeClock) -> None
     with pytest.raises(NotFound):
         services.admin.get_subscription(sub("short"))
     assert services.admin.get_subscription(sub("never"))["expirationPolicy"] == {}
+
+
+def test_pull_size_counts_s3_bodies_whatever_their_attributes(ready: Services) -> None:
+    """An S3-pointer envelope with an attribute named "d" is sized by its body, not by its queue text."""
+    body = bytes(900_000)  # above the inline threshold: the queue holds a pointer to S3
+    ids = [publish(ready, body, attrs={"d": "looks inline"})[0] for _ in range(6)]
+    FanOut(ready.ctx).handle(stream_event(ready))
+    first = pull(ready)
+    assert sum(len(base64.b64decode(m["message"]["data"])) for m in first) <= limits.MAX_PULL_RESPONSE_BYTES
+    assert len(first) == limits.MAX_PULL_RESPONSE_BYTES // len(body)
+    rest = pull(ready)  # the ones over the cap were handed back at once
+    assert sorted(m["message"]["messageId"] for m in first + rest) == sorted(ids)
+
+
+def test_requests_per_pull_and_ack(ready: Services) -> None:
+    """A full pull is ReceiveMessage calls only, and its ack DeleteMessageBatch calls only: no lease item."""
+    publish(ready, *(b"m%d" % i for i in range(100)))
+    FanOut(ready.ctx).handle(stream_event(ready))
+    pull(ready, 1)  # warm: the subscription cache and the hourly activity mark
+    calls: list[str] = []
+    for service in ("dynamodb", "sqs", "s3"):
+        aws.client(service, ready.ctx.config).meta.events.register(
+            "before-call.*.*", lambda model, **_: calls.append(model.name))
+    got = pull(ready, 100)
+    pulled, calls[:] = list(calls), []
+    ready.pull.acknowledge(sub(), acknowledge_request({"ackIds": [m["ackId"] for m in got]}))
+    print(f"pull of {len(got)}: {pulled}; ack: {calls}")
+    assert len(got) == 99 and len(pulled) <= 11
+    # GetItem: the subscription record, when the metadata cache has expired in between.
+    assert set(pulled) <= {"ReceiveMessage", "GetItem"} and pulled.count("GetItem") <= 1
+    assert [c for c in calls if c != "GetItem"] == ["DeleteMessageBatch"] * 10 and calls.count("GetItem") <= 1

@@ -7,11 +7,13 @@ import base64
 import dataclasses
 import json
 from collections import defaultdict
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
 
 from chalicelib.core import names
+from chalicelib.core.backoff import ThrottleState
 from chalicelib.core.requests import ModifyAckDeadlineRequest, PullRequest
 from chalicelib.delivery.fanout import FanOut
 from chalicelib.delivery.maintenance import expire_idle_subscriptions
@@ -20,30 +22,36 @@ from chalicelib.local.push_pump import lambda_record
 from chalicelib.runtime import Services
 from chalicelib.store import aws
 from chalicelib.store.push_state import PushStore, queue_arn
+from chalicelib.store.queues import QueueStore, Received
 from tests.functional.conftest import FakeClock
 from tests.functional.test_message_path import P, ready, stream_event, sub, topic
 
 __all__ = ["ready"]  # a fixture
 
 
-class Spy:
-    """Wraps the QueueStore: records the visibility of every receive and visibility change."""
+class Spy(QueueStore):
+    """The QueueStore, recording the visibility of every receive and visibility change."""
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: QueueStore) -> None:
+        self.__dict__.update(inner.__dict__)  # the same client and settings
         self.inner = inner
         self.received: list[int] = []
         self.changes: list[tuple[str, int]] = []
 
-    def receive(self, url: str, max_messages: int, wait: int, visibility: int) -> Any:
+    def receive(self, url: str, max_messages: int, wait: int, visibility: int) -> list[Received]:
         self.received.append(visibility)
         return self.inner.receive(url, max_messages, wait, visibility)
 
-    def change_visibility_batch(self, url: str, changes: list[tuple[str, int]]) -> list[int]:
+    def change_visibility_batch(self, url: str, changes: Sequence[tuple[str, int]]) -> list[int]:
         self.changes += changes
-        return list(self.inner.change_visibility_batch(url, changes))
+        return self.inner.change_visibility_batch(url, changes)
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
+
+class Unthrottled(PushStore):
+    """The push state store, but the throttle state is never saved: every batch starts healthy."""
+
+    def save_throttle(self, sub: str, state: ThrottleState) -> None:
+        pass
 
 
 class Stream:
@@ -67,7 +75,7 @@ def _publish(services: Services, t: names.Name, *datas: bytes, key: str = "") ->
 
 
 def _pull(services: Services, s: names.Name) -> list[dict[str, Any]]:
-    return list(services.pull.pull(s, PullRequest(10, True)).get("receivedMessages", []))
+    return list(services.pull.pull(s, PullRequest(10, True)).to_wire().get("receivedMessages", []))
 
 
 def _queue_url(services: Services, s: names.Name) -> str:
@@ -82,7 +90,7 @@ def test_expiry_is_followed_by_the_retry_backoff(services: Services, clock: Fake
                                                "deadLetterPolicy": {"deadLetterTopic": topic("dlt").path}})
     clock.advance(1)
     spy = Spy(services.ctx.queues)
-    services.ctx.queues = spy  # type: ignore[assignment]
+    services.ctx.queues = spy
     stream = Stream(services)
     _publish(services, topic(), b"slow")
     stream.pump()
@@ -103,7 +111,7 @@ def test_expiry_is_followed_by_the_retry_backoff(services: Services, clock: Fake
 
 def test_no_retry_policy_means_no_backoff(ready: Services) -> None:
     spy = Spy(ready.ctx.queues)
-    ready.ctx.queues = spy  # type: ignore[assignment]
+    ready.ctx.queues = spy
     _publish(ready, topic(), b"x")
     Stream(ready).pump()
     (msg,) = _pull(ready, sub())
@@ -131,7 +139,7 @@ def test_missing_dead_letter_topic_keeps_and_counts_messages(services: Services,
         assert msg["deliveryAttempt"] == attempt
         services.pull.modify_ack_deadline(sub(), ModifyAckDeadlineRequest((msg["ackId"],), 0))
     spy = Spy(services.ctx.queues)
-    services.ctx.queues = spy  # type: ignore[assignment]
+    services.ctx.queues = spy
     assert _pull(services, sub()) == []  # not delivered: parked, since it cannot be dead-lettered
     assert [d for _, d in spy.changes] == [1]
     metrics = [json.loads(line) for line in capsys.readouterr().out.splitlines() if "DeadLetterTopicMissing" in line]
@@ -172,8 +180,8 @@ def test_ordered_push_dead_letters_one_message_and_unblocks_its_key(services: Se
         order.append(mid)
         return 500 if mid == ids[0] else 204
 
-    delivery = PushDelivery(services.ctx, post=post, sleep=clock.advance, workers=1)
-    delivery.push.save_throttle = lambda name, state: None  # type: ignore[method-assign]  # no flow control here
+    unthrottled = dataclasses.replace(services.ctx, push=Unthrottled(services.ctx.config))  # no flow control here
+    delivery = PushDelivery(unthrottled, post=post, sleep=clock.advance, monotonic=clock, workers=1)
     rec = services.ctx.resources.require_subscription(sub())
     sqs = aws.client("sqs", services.ctx.config)
     arn = queue_arn(rec.queue_url, services.ctx.config.region)
@@ -205,3 +213,43 @@ def test_expiration_deletes_push_subscriptions_like_a_delete_call(services: Serv
     clock.advance(31 * 86400 - 86401 + 1)  # the default policy: 31 days
     assert expire_idle_subscriptions(services.ctx) == [sub("default").path]
     assert P in sub("default").path
+
+
+def _nack_until_forwarded(services: Services, s: names.Name, attempts: int) -> dict[str, Any]:
+    """Pull and nack ``attempts`` times; the next pull forwards the message. Returns the last delivery."""
+    last: dict[str, Any] = {}
+    for attempt in range(1, attempts + 1):
+        (last,) = _pull(services, s)
+        assert last["deliveryAttempt"] == attempt
+        services.pull.modify_ack_deadline(s, ModifyAckDeadlineRequest((last["ackId"],), 0))
+    assert _pull(services, s) == []  # past maxDeliveryAttempts: forwarded (or dropped), not delivered
+    return last
+
+
+def test_a_dead_letter_cycle_stops_at_the_hop_limit(services: Services, clock: FakeClock,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """Topic A's subscription dead-letters to B, B's to A: the message goes round until the hop limit."""
+    services.ctx.config = dataclasses.replace(services.ctx.config, dead_letter_max_hops=2)
+    services.admin.create_topic(topic("cycle-a"), {})
+    services.admin.create_topic(topic("cycle-b"), {})
+    for here, there in (("cycle-a", "cycle-b"), ("cycle-b", "cycle-a")):
+        services.admin.create_subscription(sub(here), {"topic": topic(here).path, "deadLetterPolicy": {
+            "deadLetterTopic": topic(there).path, "maxDeliveryAttempts": 5}})
+    clock.advance(1)
+    stream = Stream(services)
+    _publish(services, topic("cycle-a"), b"round and round")
+    stream.pump()
+    first = _nack_until_forwarded(services, sub("cycle-a"), 5)
+    assert "CloudPubSubDeadLetterHops" not in first["message"].get("attributes", {})
+    stream.pump()
+    on_b = _nack_until_forwarded(services, sub("cycle-b"), 5)  # the same path that must stay quiet below
+    assert on_b["message"]["attributes"]["CloudPubSubDeadLetterHops"] == "1"
+    stream.pump()
+    back_on_a = _nack_until_forwarded(services, sub("cycle-a"), 5)
+    assert back_on_a["message"]["attributes"]["CloudPubSubDeadLetterHops"] == "2"
+    assert base64.b64decode(back_on_a["message"]["data"]) == b"round and round"
+    stream.pump()  # the third forward was dropped: nothing reaches B, and A's queue is empty
+    assert _pull(services, sub("cycle-b")) == [] and _pull(services, sub("cycle-a")) == []
+    assert services.ctx.queues.backlog(_queue_url(services, sub("cycle-a"))) == 0
+    metrics = [json.loads(line) for line in capsys.readouterr().out.splitlines() if "DeadLetterHopLimit" in line]
+    assert len(metrics) == 1 and metrics[0]["Subscription"] == sub("cycle-a").path

@@ -277,7 +277,7 @@ def test_switched_to_pull_hands_messages_back_at_once(ready: Services, clock: Fa
     delivery = handler(ready, endpoint, clock)
     result = delivery.handle(event)
     assert endpoint.calls == [] and len(failures(result)) == 1
-    pulled = ready.pull.pull(sub(), PullRequest(5, True))["receivedMessages"]
+    pulled = ready.pull.pull(sub(), PullRequest(5, True)).to_wire()["receivedMessages"]
     assert base64.b64decode(pulled[0]["message"]["data"]) == b"a"
 
 
@@ -335,7 +335,7 @@ def test_past_max_delivery_attempts_goes_to_the_dead_letter_topic(ready: Service
     stream = stream_event(ready)
     stream["Records"] = [r for r in stream["Records"] if r["dynamodb"]["NewImage"]["topic"]["S"] == dead.path]
     FanOut(ready.ctx).handle(stream)
-    [got] = ready.pull.pull(sub("dl-reader"), PullRequest(5, True))["receivedMessages"]
+    [got] = ready.pull.pull(sub("dl-reader"), PullRequest(5, True)).to_wire()["receivedMessages"]
     assert base64.b64decode(got["message"]["data"]) == b"poison"
     assert got["message"]["attributes"]["CloudPubSubDeadLetterSourceDeliveryCount"] == "5"
     assert got["message"]["attributes"]["k"] == "v" and mid

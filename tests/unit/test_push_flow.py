@@ -6,20 +6,28 @@ when the endpoint works or when the pump or handler wait.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
-from collections.abc import Callable
-from types import SimpleNamespace
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 
 from chalicelib.config import Config
-from chalicelib.core import envelope
+from chalicelib.core import envelope, names
 from chalicelib.core.backoff import PushThrottle, ThrottleState
 from chalicelib.core.models import PushConfig, RetryPolicy, Subscription
 from chalicelib.core.records import SubscriptionRecord
-from chalicelib.delivery.push import PushDelivery
-from chalicelib.local.push_pump import Poller
+from chalicelib.delivery.push import CACHE_TTL, PushDelivery
+from chalicelib.local.push_pump import Poller, lambda_record
+from chalicelib.service.context import Clock, Context
+from chalicelib.store.leases import SkipStore
+from chalicelib.store.push_state import PushStore
+from chalicelib.store.queues import QueueStore
+from chalicelib.store.resources import ResourceStore
 
 T0 = 1_800_000_000.0
 NAME = "projects/proj1/subscriptions/sub-1"
@@ -27,7 +35,7 @@ ANSWER = 0.02  # seconds the endpoint takes per push
 URL = "https://sqs.us-east-1.amazonaws.com/123456789012/metro-abc-1"
 
 
-class Clock:
+class FakeClock:
     def __init__(self) -> None:
         self.now = T0
 
@@ -38,7 +46,7 @@ class Clock:
         self.now += max(0.0, seconds)
 
 
-class Store:
+class Store(PushStore):
     """PushStore in memory."""
 
     def __init__(self) -> None:
@@ -56,7 +64,7 @@ class Store:
         return NAME
 
 
-class Skips:
+class Skips(SkipStore):
     """SkipStore in memory (receives that were not deliveries)."""
 
     def __init__(self) -> None:
@@ -69,8 +77,8 @@ class Skips:
         self.skips.update(skips)
 
 
-class Queue:
-    """An endless backlog; records acks and visibility changes."""
+class Queue(QueueStore):
+    """An endless backlog (``receive_message`` is the pump's SQS call); records acks and visibility changes."""
 
     def __init__(self) -> None:
         self.sent = 0
@@ -86,13 +94,29 @@ class Queue:
                         "Attributes": {"ApproximateReceiveCount": "1"}})
         return {"Messages": out}
 
-    def delete_batch(self, url: str, receipts: list[str]) -> list[int]:
+    def delete_batch(self, url: str, receipts: Sequence[str]) -> list[int]:
         self.deleted += receipts
         return []
 
-    def change_visibility_batch(self, url: str, changes: list[tuple[str, int]]) -> list[int]:
+    def change_visibility_batch(self, url: str, changes: Sequence[tuple[str, int]]) -> list[int]:
         self.delays += [d for _, d in changes]
         return []
+
+
+class Resources(ResourceStore):
+    """ResourceStore in memory: one subscription; counts its reads and the activity marks."""
+
+    def __init__(self, rec: SubscriptionRecord) -> None:
+        self.rec = rec
+        self.reads = 0
+        self.active: list[float] = []
+
+    def get_subscription(self, name: names.Name) -> SubscriptionRecord:
+        self.reads += 1
+        return self.rec
+
+    def mark_active(self, name: names.Name, now: float) -> None:
+        self.active.append(now)
 
 
 def record(spec: Subscription | None = None) -> SubscriptionRecord:
@@ -101,26 +125,46 @@ def record(spec: Subscription | None = None) -> SubscriptionRecord:
     return SubscriptionRecord(spec, T0 - 100, URL, 1)
 
 
+@functools.cache
+def base_context() -> Context:
+    """Real configuration and stores (never called here: the rig replaces every one it uses)."""
+    return Context.from_config(Config())
+
+
+@dataclass
+class Pump:
+    """What the pump's poller reads from its pump."""
+
+    push: Store
+    sqs: Queue
+    handler: Callable[[dict[str, Any], Any], dict[str, Any]]
+    config: Config
+    clock: Clock
+    batch_size: int = 10
+    part: str = ""
+    stopped: threading.Event = field(default_factory=threading.Event)
+
+
 class Rig:
     """The pump's poller and the handler, wired to fakes."""
 
     def __init__(self, answer: Callable[[int], int], rec: SubscriptionRecord | None = None) -> None:
-        self.clock = Clock()
+        self.clock = FakeClock()
         self.store = Store()
         self.queue = Queue()
-        self.rec = rec or record()
-        self.pushes: list[float] = []
-        self.active: list[float] = []
-        self.answer = answer
-        config = Config()
         self.skips = Skips()
-        ctx = SimpleNamespace(config=config, clock=self.clock, queues=self.queue, log=None, push=self.store,
-                              skips=self.skips, resources=SimpleNamespace(get_subscription=lambda name: self.rec,
-                                                        mark_active=lambda name, now: self.active.append(now)))
-        self.delivery = PushDelivery(ctx, post=self.post, sleep=self.clock.advance, workers=1)  # type: ignore[arg-type]
-        pump = SimpleNamespace(push=self.store, sqs=self.queue, handler=self.delivery.handle, config=config,
-                               clock=self.clock, batch_size=10, stopped=SimpleNamespace(is_set=lambda: False))
-        self.poller = Poller(pump, self.rec)  # type: ignore[arg-type]
+        self.resources = Resources(rec or record())
+        self.pushes: list[float] = []
+        self.answer = answer
+        ctx = dataclasses.replace(base_context(), clock=self.clock, queues=self.queue, push=self.store,
+                                  skips=self.skips, resources=self.resources)
+        self.delivery = PushDelivery(ctx, post=self.post, sleep=self.clock.advance, monotonic=self.clock, workers=1)
+        pump = Pump(self.store, self.queue, self.delivery.handle, ctx.config, self.clock)
+        self.poller = Poller(pump, self.resources.rec)
+
+    @property
+    def active(self) -> list[float]:
+        return self.resources.active
 
     def post(self, url: str, body: bytes, headers: dict[str, str], timeout: float) -> int:
         self.pushes.append(self.clock())
@@ -142,6 +186,11 @@ class Rig:
                 self.clock.advance(0.1)
         times = self.pushes[max(0, first - 1):]
         return [b - a for a, b in zip(times, times[1:])]
+
+    def event(self, count: int) -> dict[str, Any]:
+        """A Lambda SQS event of ``count`` fresh messages of the subscription's queue."""
+        return {"Records": [lambda_record(m, "arn:aws:sqs:us-east-1:1:metro-abc-1", "us-east-1")
+                            for m in self.queue.receive_message(MaxNumberOfMessages=count)["Messages"]]}
 
 
 def every_fifth_nacked(i: int) -> int:
@@ -216,3 +265,34 @@ def test_other_statuses_nack(status: int) -> None:
     rig = Rig(lambda i: status)
     rig.run(1.0)
     assert rig.queue.deleted == [] and rig.queue.delays
+
+
+def test_pauses_grow_while_everything_is_nacked() -> None:
+    rig = Rig(lambda i: 503)
+    intervals = rig.run(30.0)
+    pauses = [i for i in intervals if i > 0.3]  # a fresh subscription's first batch goes out back to back
+    assert len(pauses) >= 3 and pauses == sorted(pauses), pauses
+    assert pauses[-1] >= 2.0
+
+
+def test_the_pause_falls_as_acks_return() -> None:
+    nacking = True
+    rig = Rig(lambda i: 500 if nacking and i % 5 == 4 else 204)
+    paced = rig.run(60.0)[-20:]
+    nacking = False
+    rig.run(4.0)
+    recovered = rig.run(3.0)[1:]  # 4-7 s after the last nack; [0] spans the switch
+    assert recovered and max(recovered) < 0.85 * sorted(paced)[len(paced) // 2], (recovered, paced)
+
+
+def test_a_warm_handler_trusts_its_copy_of_the_subscription_for_the_cache_ttl() -> None:
+    rig = Rig(lambda i: 204)
+    rig.delivery.handle(rig.event(1))
+    assert rig.resources.reads == 1
+    rig.clock.advance(CACHE_TTL - 0.01 - ANSWER)
+    rig.delivery.handle(rig.event(1))
+    assert rig.resources.reads == 1  # still cached
+    rig.clock.advance(0.01)
+    rig.delivery.handle(rig.event(1))
+    assert rig.resources.reads == 2  # expired: read again (the same wait does see the change)
+    assert len(rig.pushes) == 3

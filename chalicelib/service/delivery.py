@@ -1,0 +1,181 @@
+"""The delivery steps pull and push share, over one value per received message (:class:`Delivery`).
+
+decode -> attempts (one skip read per batch) -> dead-letter (past maxDeliveryAttempts) -> [pull:
+exactly-once claim] -> bodies (inline; one S3 range GET per raw object; the Parquet archive once
+compaction deleted the raw object) -> deliver -> activity mark (one write per subscription per hour).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from chalicelib.core import envelope, names
+from chalicelib.core.policy import past_max_attempts
+from chalicelib.core.records import SubscriptionRecord
+from chalicelib.core.ttlcache import TtlCache
+from chalicelib.service.context import Context
+from chalicelib.service.deadletter import Attempts, DeadLetters, Republish
+
+log = logging.getLogger("metro.delivery")
+
+ACTIVITY_MARK_SECONDS = 3600.0
+
+
+@dataclass
+class Delivery:
+    """One received SQS message on its way to a subscriber."""
+
+    receipt: str
+    receive_count: int
+    env: envelope.Envelope | None  # None: the queue body is not an envelope (it can never be delivered)
+    raw_size: int = 0  # length of the queue body
+    key: str = ""  # the batch's id for it (push: the SQS message id; pull: the receipt)
+    group: str = ""  # push: the lane it waits in (the ordering key's message group, or its own)
+    skips: int = 0  # earlier receives that were not deliveries
+    data: bytes | None = None  # the body, once fetched
+
+    @property
+    def attempt(self) -> int:
+        """deliveryAttempt: SQS's receive count less the receives that were not deliveries."""
+        return max(1, self.receive_count - self.skips)
+
+    @property
+    def message_id(self) -> str:
+        return self.env.message_id if self.env is not None else ""
+
+    @property
+    def size(self) -> int:
+        """Bytes this message adds to a response: its data, inline or in S3 (not the queue body's length)."""
+        return self.env.size if self.env is not None else self.raw_size
+
+
+def decode(body: str, receipt: str, receive_count: int, key: str = "", group: str = "") -> Delivery:
+    """Decode a queue body once; an undecodable one is logged and kept with ``env`` None."""
+    env: envelope.Envelope | None
+    try:
+        env = envelope.decode(body)
+    except (ValueError, KeyError, TypeError):
+        log.error("message %s has a malformed body; it is dropped", key or receipt[:16])
+        env = None
+    return Delivery(receipt, receive_count, env, len(body), key or receipt, group)
+
+
+@dataclass
+class DeadLettered:
+    """The outcome of forwarding: ``removed`` leave the source queue, ``parked`` wait there."""
+
+    removed: list[Delivery] = field(default_factory=list)
+    parked: list[Delivery] = field(default_factory=list)
+
+
+class Steps:
+    """The shared delivery steps of one process (pull service or push handler)."""
+
+    def __init__(self, ctx: Context, republish: Republish) -> None:
+        self.ctx = ctx
+        self.attempts = Attempts(ctx)
+        self.dead_letters = DeadLetters(ctx, republish)
+        self.activity = ActivityMark(ctx)
+
+    def count_attempts(self, rec: SubscriptionRecord, deliveries: Sequence[Delivery]) -> None:
+        """Set each delivery's skips (one read for the batch's redeliveries, none without a policy)."""
+        skips = self.attempts.skips(rec, [(d.env.message_id, d.receive_count) for d in deliveries
+                                          if d.env is not None])
+        for d in deliveries:
+            d.skips = skips.get(d.message_id, 0)
+
+    def skipped(self, rec: SubscriptionRecord, deliveries: Sequence[Delivery]) -> None:
+        """These were received and handed back undelivered: not delivery attempts."""
+        self.attempts.skipped(rec, {d.message_id: d.skips for d in deliveries if d.env is not None})
+
+    @staticmethod
+    def due_for_dead_letter(rec: SubscriptionRecord, deliveries: Sequence[Delivery]) -> list[Delivery]:
+        return [d for d in deliveries if d.env is not None and past_max_attempts(rec, d.attempt)]
+
+    def dead_letter(self, rec: SubscriptionRecord, due: Sequence[Delivery]) -> DeadLettered:
+        """Forward messages past maxDeliveryAttempts (their bodies fetched) to the dead-letter topic."""
+        out = DeadLettered()
+        for d in due:
+            assert d.env is not None and d.data is not None
+            forwarded = self.dead_letters.forward(rec, d.env, d.data, d.attempt - 1)
+            (out.removed if forwarded.removes else out.parked).append(d)
+        return out
+
+    def fetch_bodies(self, deliveries: Sequence[Delivery]) -> None:
+        """Fill in ``data``: inline bodies as they are, S3 bodies with one range GET per raw object, the
+        archive for raw objects compaction deleted. A body stored nowhere stays None."""
+        spans: dict[str, tuple[int, int]] = {}
+        for stored in _stored(deliveries):
+            lo, hi = spans.get(stored.s3_key, (stored.offset, stored.offset + stored.length))
+            spans[stored.s3_key] = (min(lo, stored.offset), max(hi, stored.offset + stored.length))
+        blobs = {key: (lo, self.ctx.log.read_range(key, lo, hi)) for key, (lo, hi) in spans.items()}
+        gone: dict[str, list[str]] = defaultdict(list)
+        for d in deliveries:
+            e = d.env
+            if e is None or d.data is not None:
+                continue
+            if e.data is not None:
+                d.data = e.data
+                continue
+            lo, blob = blobs[e.s3_key]
+            if blob is None:
+                gone[e.s3_key].append(e.message_id)
+            else:
+                d.data = blob[e.offset - lo : e.offset - lo + e.length]
+        archived: dict[str, bytes] = {}
+        for key, ids in gone.items():
+            archived.update(self.ctx.log.read_archived(key, ids))
+        for d in deliveries:
+            if d.data is None and d.message_id in archived:
+                d.data = archived[d.message_id]
+
+
+def _stored(deliveries: Sequence[Delivery]) -> list[envelope.Envelope]:
+    """The envelopes whose body is in S3 and not fetched yet."""
+    return [d.env for d in deliveries if d.env is not None and not d.env.inline and d.data is None]
+
+
+class ActivityMark:
+    """Records subscriber activity (expirationPolicy) at most once an hour per subscription and process."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self._marked: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def mark(self, subscription: str) -> None:
+        now = self.ctx.clock()
+        with self._lock:
+            if now - self._marked.get(subscription, 0.0) <= ACTIVITY_MARK_SECONDS:
+                return
+            self._marked[subscription] = now
+        self.ctx.resources.mark_active(names.parse(subscription, "subscriptions"), now)
+
+
+class SubscriptionCache:
+    """A queue's subscription record, trusted for ``ttl`` seconds of ``monotonic`` time; None if unknown.
+
+    The queue -> subscription name mapping never changes, so it is kept without expiry.
+    """
+
+    def __init__(self, ctx: Context, ttl: float, monotonic: Callable[[], float]) -> None:
+        self.ctx = ctx
+        self.monotonic = monotonic
+        self._records: TtlCache[str, tuple[SubscriptionRecord | None]] = TtlCache(ttl)
+        self._names: dict[str, str] = {}
+
+    def get(self, queue_key: str) -> SubscriptionRecord | None:
+        now = self.monotonic()
+        hit = self._records.get(queue_key, now)
+        if hit is not None:
+            return hit[0]
+        name = self._names.get(queue_key) or self.ctx.push.index_get(queue_key)
+        rec = self.ctx.resources.get_subscription(names.parse(name, "subscriptions")) if name else None
+        if name:
+            self._names[queue_key] = name
+        self._records.put(queue_key, (rec,), now)
+        return rec
