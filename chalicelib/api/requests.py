@@ -107,7 +107,7 @@ def modify_push_config_request(body: Any, name: Name) -> ModifyPushConfigRequest
     fields = _object(body)
     _only_fields(fields, {"pushConfig", "push_config", "subscription"})
     _same_name(fields.get("subscription"), name)
-    raw = fields.get("pushConfig", fields.get("push_config")) or {}
+    raw = _or_empty(fields.get("pushConfig", fields.get("push_config")))
     return ModifyPushConfigRequest(parse_model(PushConfig, raw, "push_config"))
 
 
