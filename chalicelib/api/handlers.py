@@ -13,7 +13,7 @@ from chalicelib.api import requests
 from chalicelib.core.models import Subscription
 from chalicelib.core.names import Name
 from chalicelib.core.records import SubscriptionRecord
-from chalicelib.core.responses import EMPTY, Wire
+from chalicelib.core.responses import EMPTY, ToWire
 from chalicelib.runtime import services
 
 
@@ -25,7 +25,7 @@ class Incoming:
     params: Mapping[str, str]
 
 
-Result = Wire | dict[str, Any]  # pull's results are still plain JSON objects
+Result = ToWire | dict[str, Any]  # pull's results are still plain JSON objects
 Handler = Callable[[Name, Incoming], Result]
 CollectionHandler = Callable[[str, Incoming], Result]
 

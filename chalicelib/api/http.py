@@ -12,7 +12,7 @@ from urllib.parse import unquote
 from chalice.app import Response
 
 from chalicelib.core.errors import InvalidArgument, MetroError, NotFound
-from chalicelib.core.responses import Wire
+from chalicelib.core.responses import ToWire
 
 log = logging.getLogger("metro.api")
 
@@ -41,7 +41,7 @@ def _int_enums(value: Any) -> Any:
     return value
 
 
-def json_response(result: Wire | dict[str, Any], params: Mapping[str, str] | None = None,
+def json_response(result: ToWire | dict[str, Any], params: Mapping[str, str] | None = None,
                   status: int = 200) -> Response:
     body = result if isinstance(result, dict) else result.to_wire()
     if wants_int_enums(params):

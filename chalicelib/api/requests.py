@@ -1,7 +1,9 @@
-"""Request bodies and query parameters -> typed request values (chalicelib/core/requests.py).
+"""Request bodies and query parameters -> typed request values (core/requests.py, and the resource
+models of core/models.py for create and patch).
 
 Every check of the wire form lives here: JSON objects, proto3 JSON scalars (fields.py), the API's
-bounds on each field. Services receive values that are already valid.
+bounds on each field, update masks, a resource name in the body against the URL's. Services receive
+values that are already valid.
 """
 
 from __future__ import annotations
@@ -59,7 +61,7 @@ def _or_empty(value: Any) -> Any:
     return {} if value is None else value
 
 
-def _same_name(given: str | None, name: Name) -> None:
+def _same_name(given: object, name: Name) -> None:
     if given and given != name.path:
         raise InvalidArgument(f"The name in the body ({given}) does not match the URL ({name.path}).")
 

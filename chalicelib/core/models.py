@@ -187,11 +187,14 @@ class Subscription(Wire):
 
     def reported(self) -> Subscription:
         """The subscription as Google reports it: output-only fields and defaults filled in."""
+        retention = self.message_retention_duration
+        expiration = self.expiration_policy
         return self.model_copy(update={
-            "push_config": self.push_config or PushConfig(),
+            "push_config": PushConfig() if self.push_config is None else self.push_config,
             "ack_deadline_seconds": self.ack_deadline,
-            "message_retention_duration": self.message_retention_duration or f"{limits.RETENTION_DEFAULT}s",
-            "expiration_policy": self.expiration_policy or ExpirationPolicy(ttl=f"{limits.EXPIRATION_DEFAULT}s"),
+            "message_retention_duration": f"{limits.RETENTION_DEFAULT}s" if retention is None else retention,
+            "expiration_policy": ExpirationPolicy(ttl=f"{limits.EXPIRATION_DEFAULT}s") if expiration is None
+            else expiration,
             "state": "ACTIVE",
         })
 

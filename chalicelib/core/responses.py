@@ -14,13 +14,13 @@ T_co = TypeVar("T_co", covariant=True)
 U = TypeVar("U")
 
 
-class Wire(Protocol):
+class ToWire(Protocol):
     """A typed value that renders itself as a JSON object of Google's REST API."""
 
     def to_wire(self) -> dict[str, Any]: ...
 
 
-Listed = Wire | str  # what a list response holds: resources, or bare resource names
+Listed = ToWire | str  # what a list response holds: resources, or bare resource names
 
 
 @dataclass(frozen=True)
