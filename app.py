@@ -73,7 +73,7 @@ def fanout(event: Any) -> dict[str, Any]:
     return handlers.fanout(event.to_dict(), event.context)
 
 
-# --- push delivery (issue 4) ---
+# --- push delivery: the keys that verify push tokens, and the push handler ---
 @app.route("/v1/jwks", methods=["GET"])
 def push_jwks() -> Response:
     return jwks.jwks()

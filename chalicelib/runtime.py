@@ -10,6 +10,7 @@ from chalicelib.service.admin import AdminService
 from chalicelib.service.context import Context
 from chalicelib.service.publish import PublishService
 from chalicelib.service.pull import PullService
+from chalicelib.service.usage import UsageService
 
 
 @dataclass(frozen=True)
@@ -18,10 +19,11 @@ class Services:
     admin: AdminService
     publish: PublishService
     pull: PullService
+    usage: UsageService
 
     @classmethod
     def build(cls, ctx: Context) -> Services:
-        return cls(ctx, AdminService(ctx), PublishService(ctx), PullService(ctx))
+        return cls(ctx, AdminService(ctx), PublishService(ctx), PullService(ctx), UsageService(ctx))
 
 
 @functools.lru_cache(maxsize=1)

@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import logging
 import math
-from collections.abc import Callable
-from typing import Any, Protocol
+from collections.abc import Callable, Mapping
+from typing import Any
 from urllib.parse import unquote
 
 from chalice.app import Response
 
 from chalicelib.core.errors import InvalidArgument, MetroError, NotFound
+from chalicelib.core.responses import ToWire
 
 log = logging.getLogger("metro.api")
 
@@ -27,7 +28,7 @@ _ENUMS: dict[str, dict[str, int]] = {
 }
 
 
-def wants_int_enums(params: dict[str, str] | None) -> bool:
+def wants_int_enums(params: Mapping[str, str] | None) -> bool:
     return "enum-encoding=int" in (params or {}).get("$alt", "")
 
 
@@ -40,13 +41,8 @@ def _int_enums(value: Any) -> Any:
     return value
 
 
-class Wire(Protocol):
-    """A typed result that renders itself as the JSON object of Google's REST API."""
-
-    def to_wire(self) -> dict[str, Any]: ...
-
-
-def json_response(result: dict[str, Any] | Wire, params: dict[str, str] | None = None, status: int = 200) -> Response:
+def json_response(result: ToWire | dict[str, Any], params: Mapping[str, str] | None = None,
+                  status: int = 200) -> Response:
     body = result if isinstance(result, dict) else result.to_wire()
     if wants_int_enums(params):
         body = _int_enums(body)

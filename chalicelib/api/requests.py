@@ -1,17 +1,53 @@
-"""Request bodies and query parameters -> typed request values (chalicelib/core/requests.py).
+"""Request bodies and query parameters -> typed request values (core/requests.py, and the resource
+models of core/models.py for create and patch).
 
 Every check of the wire form lives here: JSON objects, proto3 JSON scalars (fields.py), the API's
-bounds on each field. Services receive values that are already valid.
+bounds on each field, update masks, a resource name in the body against the URL's. Services receive
+values that are already valid.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from chalicelib.core import limits
 from chalicelib.core.errors import InvalidArgument
 from chalicelib.core.fields import bool_field, int_field
-from chalicelib.core.requests import AcknowledgeRequest, ModifyAckDeadlineRequest, PageRequest, PullRequest
+from chalicelib.core.messages import parse_publish
+from chalicelib.core.models import PushConfig, Subscription, Topic, mask_paths, parse_model
+from chalicelib.core.names import Name
+from chalicelib.core.requests import (
+    AcknowledgeRequest,
+    ModifyAckDeadlineRequest,
+    ModifyPushConfigRequest,
+    PageRequest,
+    PublishRequest,
+    PullRequest,
+    UpdateSubscriptionRequest,
+    UpdateTopicRequest,
+)
+
+# Update mask paths (snake_case, as Google names them) -> the field of the resource model they replace.
+TOPIC_UPDATABLE = {
+    "labels": "labels",
+    "message_storage_policy": "message_storage_policy",
+    "kms_key_name": "kms_key_name",
+    "schema_settings": "schema_settings",
+    "message_retention_duration": "message_retention_duration",
+}
+SUBSCRIPTION_UPDATABLE = {
+    "push_config": "push_config",
+    "ack_deadline_seconds": "ack_deadline_seconds",
+    "retain_acked_messages": "retain_acked_messages",
+    "message_retention_duration": "message_retention_duration",
+    "labels": "labels",
+    "expiration_policy": "expiration_policy",
+    "dead_letter_policy": "dead_letter_policy",
+    "retry_policy": "retry_policy",
+    "enable_exactly_once_delivery": "enable_exactly_once_delivery",
+    "detached": "detached",
+}
 
 
 def _object(body: Any) -> dict[str, Any]:
@@ -20,6 +56,70 @@ def _object(body: Any) -> dict[str, Any]:
     return body
 
 
+def _or_empty(value: Any) -> Any:
+    """An absent (or null) message field is the empty message; any other non-object is refused by parse_model."""
+    return {} if value is None else value
+
+
+def _same_name(given: object, name: Name) -> None:
+    if given and given != name.path:
+        raise InvalidArgument(f"The name in the body ({given}) does not match the URL ({name.path}).")
+
+
+def _only_fields(body: dict[str, Any], allowed: set[str]) -> None:
+    unknown = set(body) - allowed
+    if unknown:
+        raise InvalidArgument(f'Invalid JSON payload received. Unknown name "{sorted(unknown)[0]}": Cannot find field.')
+
+
+# -- topics and subscriptions ---------------------------------------------------------------------------
+def topic_request(body: Any, name: Name) -> Topic:
+    """``PUT .../topics/{t}``: the Topic to create (a name in the body must be the URL's)."""
+    topic = parse_model(Topic, body, "topic")
+    _same_name(topic.name, name)
+    return topic
+
+
+def subscription_request(body: Any, name: Name) -> Subscription:
+    """``PUT .../subscriptions/{s}``: the Subscription to create (a name in the body must be the URL's)."""
+    subscription = parse_model(Subscription, body, "subscription")
+    _same_name(subscription.name, name)
+    return subscription
+
+
+def update_topic_request(body: Any, name: Name) -> UpdateTopicRequest:
+    fields = _object(body)
+    topic = parse_model(Topic, _or_empty(fields.get("topic")), "topic")
+    mask = mask_paths(fields.get("updateMask", fields.get("update_mask")), TOPIC_UPDATABLE, "UpdateTopicRequest")
+    _same_name(topic.name, name)
+    return UpdateTopicRequest(topic, tuple(mask))
+
+
+def update_subscription_request(body: Any, name: Name) -> UpdateSubscriptionRequest:
+    fields = _object(body)
+    subscription = parse_model(Subscription, _or_empty(fields.get("subscription")), "subscription")
+    mask = mask_paths(fields.get("updateMask", fields.get("update_mask")), SUBSCRIPTION_UPDATABLE,
+                      "UpdateSubscriptionRequest")
+    _same_name(subscription.name, name)
+    return UpdateSubscriptionRequest(subscription, tuple(mask))
+
+
+def modify_push_config_request(body: Any, name: Name) -> ModifyPushConfigRequest:
+    """``POST .../subscriptions/{s}:modifyPushConfig`` with ``{"pushConfig": {...}}`` (absent = pull)."""
+    fields = _object(body)
+    _only_fields(fields, {"pushConfig", "push_config", "subscription"})
+    _same_name(fields.get("subscription"), name)
+    raw = _or_empty(fields.get("pushConfig", fields.get("push_config")))
+    return ModifyPushConfigRequest(parse_model(PushConfig, raw, "push_config"))
+
+
+# -- messages -------------------------------------------------------------------------------------------
+def publish_request(body: Any) -> PublishRequest:
+    """``POST .../topics/{t}:publish``: messages checked against Google's limits (core/messages.py)."""
+    return PublishRequest(tuple(parse_publish(body)))
+
+
+# -- pull, acknowledge, modifyAckDeadline ------------------------------------------------------------
 def _ack_ids(body: dict[str, Any]) -> tuple[str, ...]:
     raw = body.get("ackIds", body.get("ack_ids"))
     if not isinstance(raw, list) or not raw:
@@ -49,7 +149,8 @@ def modify_ack_deadline_request(body: Any) -> ModifyAckDeadlineRequest:
     return ModifyAckDeadlineRequest(_ack_ids(fields), seconds)
 
 
-def page_request(params: dict[str, str]) -> PageRequest:
+# -- list paging ----------------------------------------------------------------------------------------
+def page_request(params: Mapping[str, str]) -> PageRequest:
     raw = params.get("pageSize", params.get("page_size", "0")) or "0"
     try:
         size = int(raw)

@@ -6,7 +6,7 @@ as protobuf JSON parsers accept them. Unknown fields are refused with INVALID_AR
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic.alias_generators import to_camel
@@ -23,7 +23,10 @@ class Wire(BaseModel):
         return self.model_dump(by_alias=True, exclude_none=True, exclude_defaults=True, mode="json")
 
 
-def parse_model(cls: type[Wire], body: Any, what: str) -> Any:
+W = TypeVar("W", bound=Wire)
+
+
+def parse_model(cls: type[W], body: Any, what: str) -> W:
     """Validate ``body`` into ``cls`` or raise INVALID_ARGUMENT naming the first bad field."""
     if not isinstance(body, dict):
         raise InvalidArgument(f"Invalid JSON payload received: {what} must be a JSON object")
@@ -181,6 +184,19 @@ class Subscription(Wire):
     @property
     def is_push(self) -> bool:
         return bool(self.push_config and self.push_config.push_endpoint)
+
+    def reported(self) -> Subscription:
+        """The subscription as Google reports it: output-only fields and defaults filled in."""
+        retention = self.message_retention_duration
+        expiration = self.expiration_policy
+        return self.model_copy(update={
+            "push_config": PushConfig() if self.push_config is None else self.push_config,
+            "ack_deadline_seconds": self.ack_deadline,
+            "message_retention_duration": f"{limits.RETENTION_DEFAULT}s" if retention is None else retention,
+            "expiration_policy": ExpirationPolicy(ttl=f"{limits.EXPIRATION_DEFAULT}s") if expiration is None
+            else expiration,
+            "state": "ACTIVE",
+        })
 
 
 def mask_paths(mask: object, allowed: dict[str, str], what: str) -> list[str]:

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from chalicelib.core.messages import NewMessage
+from chalicelib.core.models import PushConfig, Subscription, Topic
+
 
 @dataclass(frozen=True)
 class PullRequest:
@@ -32,3 +35,31 @@ class PageRequest:
 
     size: int
     token: str = ""
+
+
+@dataclass(frozen=True)
+class UpdateTopicRequest:
+    """A topic patch: the fields named by ``update_mask`` (Python field names of Topic) are taken from ``topic``."""
+
+    topic: Topic
+    update_mask: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class UpdateSubscriptionRequest:
+    """A subscription patch: the fields named by ``update_mask`` are taken from ``subscription``."""
+
+    subscription: Subscription
+    update_mask: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class PublishRequest:
+    messages: tuple[NewMessage, ...]
+
+
+@dataclass(frozen=True)
+class ModifyPushConfigRequest:
+    """An empty push config (no endpoint) turns the subscription into a pull subscription."""
+
+    push_config: PushConfig

@@ -16,13 +16,15 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import Any
+from collections.abc import Sequence
 
 from chalicelib.core import ids, limits, payload
 from chalicelib.core.errors import MetroError
-from chalicelib.core.messages import NewMessage, parse_publish
+from chalicelib.core.messages import NewMessage
 from chalicelib.core.names import Name
 from chalicelib.core.records import LogEntry
+from chalicelib.core.requests import PublishRequest
+from chalicelib.core.responses import PublishResponse
 from chalicelib.core.timefmt import format_timestamp_us, parse_duration
 from chalicelib.service.context import Context
 from chalicelib.service.enqueue import enqueue
@@ -34,11 +36,10 @@ class PublishService:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
 
-    def publish(self, topic: Name, body: Any) -> dict[str, Any]:
-        messages = parse_publish(body)
-        return {"messageIds": self.append(topic, messages)}
+    def publish(self, topic: Name, request: PublishRequest) -> PublishResponse:
+        return PublishResponse(tuple(self.append(topic, request.messages)))
 
-    def append(self, topic: Name, messages: list[NewMessage]) -> list[str]:
+    def append(self, topic: Name, messages: Sequence[NewMessage]) -> list[str]:
         """Store already validated messages as one publish request; returns their ids in order."""
         rec = self.ctx.resources.cached_topic(topic)
         now = self.ctx.clock()

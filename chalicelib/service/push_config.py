@@ -1,6 +1,6 @@
-"""Push configuration: validation, ``:modifyPushConfig``, and the side effects of a push config change.
+"""Push configuration: validation, the side effects of a push config change, and the push token signer.
 
-Hooks called by the admin use cases (one line each in service/admin.py):
+Hooks called by the admin use cases (service/admin.py, which also owns ``:modifyPushConfig``):
 
 - :func:`validate` on create and update: the endpoint must pass core/endpoints.py (https and a
   public address when deployed; ``METRO_PUSH_ALLOW_LIST`` lifts the address rule), an
@@ -10,7 +10,7 @@ Hooks called by the admin use cases (one line each in service/admin.py):
   mapping of the subscription's queue in line with the subscription.
 
 It also owns the push token signer (core/oidc.TokenSigner) shared by delivery and the JWKS route,
-the tokens' cache, and the delivery-time endpoint check.
+the tokens' cache, and the delivery-time endpoint check. It imports no other service module.
 """
 
 from __future__ import annotations
@@ -18,21 +18,16 @@ from __future__ import annotations
 import functools
 import logging
 import threading
-from typing import TYPE_CHECKING, Any
 
 from chalicelib.config import Config
 from chalicelib.core.endpoints import validate_push_endpoint
 from chalicelib.core.errors import FailedPrecondition, InvalidArgument, PermissionDenied
-from chalicelib.core.models import PushConfig, Subscription, parse_model
-from chalicelib.core.names import Name
+from chalicelib.core.models import Subscription
 from chalicelib.core.oidc import DEFAULT_LIFETIME, TokenSigner, generate_signing_key
 from chalicelib.core.records import SubscriptionRecord
 from chalicelib.service.context import Context
 from chalicelib.store.push_state import queue_arn, queue_key
 from chalicelib.store.resolver import dns_resolver, endpoint_target, strict_rules
-
-if TYPE_CHECKING:
-    from chalicelib.service.admin import AdminService
 
 log = logging.getLogger(__name__)
 
@@ -159,23 +154,3 @@ def sync(ctx: Context, old: SubscriptionRecord | None, new: SubscriptionRecord |
     if new is not None and new_push and not (old_push and same_queue):
         mappings.ensure(queue_arn(new.queue_url, region))
 
-
-# -- :modifyPushConfig ---------------------------------------------------------------------------------
-def modify_push_config(admin: AdminService, name: Name, body: Any) -> dict[str, Any]:
-    """``POST .../subscriptions/{s}:modifyPushConfig`` with ``{"pushConfig": {...}}``.
-
-    An empty (or absent) pushConfig turns the subscription into a pull subscription; one with a
-    pushEndpoint turns it into (or keeps it) a push subscription with that configuration.
-    """
-    if not isinstance(body, dict):
-        raise InvalidArgument("Invalid JSON payload received: the request must be a JSON object")
-    unknown = set(body) - {"pushConfig", "push_config", "subscription"}
-    if unknown:
-        raise InvalidArgument(f'Invalid JSON payload received. Unknown name "{sorted(unknown)[0]}": Cannot find field.')
-    given = body.get("subscription")
-    if given and given != name.path:
-        raise InvalidArgument(f"The name in the body ({given}) does not match the URL ({name.path}).")
-    raw = body.get("pushConfig", body.get("push_config")) or {}
-    config: PushConfig = parse_model(PushConfig, raw, "push_config")
-    admin.update_subscription(name, {"push_config": config if config.push_endpoint else None})
-    return {}

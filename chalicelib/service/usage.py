@@ -7,11 +7,17 @@ missing summary yields zeros; an unknown topic or subscription is NOT_FOUND.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from chalicelib.core import names, usage
 from chalicelib.core.names import Name
+from chalicelib.core.responses import MetricsResponse
 from chalicelib.service.context import Context
+
+
+def _response(document: Mapping[str, Any]) -> MetricsResponse:
+    return MetricsResponse(tuple(document["metrics"]))
 
 
 class UsageService:
@@ -22,18 +28,19 @@ class UsageService:
     def _now(self) -> str:
         return usage.now_timestamp(self.ctx.clock())
 
-    def topic_metrics(self, name: Name) -> dict[str, Any]:
+    def topic_metrics(self, name: Name) -> MetricsResponse:
         self.ctx.resources.require_topic(name)
         subs, _ = self.ctx.resources.topic_subscriptions(name.path)
-        return usage.topic_metrics(self.store.summary(name.project), name.id, len(subs), self._now())
+        return _response(usage.topic_metrics(self.store.summary(name.project), name.id, len(subs), self._now()))
 
-    def subscription_metrics(self, name: Name) -> dict[str, Any]:
+    def subscription_metrics(self, name: Name) -> MetricsResponse:
         rec = self.ctx.resources.require_subscription(name)
         backlog = self.ctx.queues.backlog(rec.queue_url) if rec.queue_url else 0
-        return usage.subscription_metrics(self.store.summary(name.project), name.id, backlog, self._now())
+        return _response(usage.subscription_metrics(self.store.summary(name.project), name.id, backlog, self._now()))
 
-    def project_metrics(self, project: str) -> dict[str, Any]:
+    def project_metrics(self, project: str) -> MetricsResponse:
         names.check_project(project)
         topics, _ = self.ctx.resources.list_topics(project, 0, "")
         subs, _ = self.ctx.resources.list_subscriptions(project, 0, "")
-        return usage.project_metrics(self.store.summary(project), project, len(topics), len(subs), self._now())
+        summary = self.store.summary(project)
+        return _response(usage.project_metrics(summary, project, len(topics), len(subs), self._now()))

@@ -7,7 +7,9 @@ from typing import Any
 
 import pytest
 
+from chalicelib.api.requests import publish_request, subscription_request
 from chalicelib.core.errors import NotFound
+from chalicelib.core.models import Topic
 from chalicelib.core.records import LogEntry
 from chalicelib.core.requests import PullRequest
 from chalicelib.delivery.fanout import FanOut
@@ -22,16 +24,17 @@ def direct(services: Services, clock: FakeClock) -> Services:
     ctx = services.ctx
     ctx = dataclasses.replace(ctx, config=dataclasses.replace(ctx.config, direct_fanout=True))
     built = Services.build(ctx)
-    built.admin.create_topic(topic(), {})
-    built.admin.create_subscription(sub(), {"topic": topic().path})
-    built.admin.create_subscription(sub("sub-f"), {"topic": topic().path, "filter": 'attributes.k = "v"'})
+    built.admin.create_topic(topic(), Topic())
+    built.admin.create_subscription(sub(), subscription_request({"topic": topic().path}, sub()))
+    built.admin.create_subscription(sub("sub-f"), subscription_request(
+        {"topic": topic().path, "filter": 'attributes.k = "v"'}, sub("sub-f")))
     clock.advance(1)
     return built
 
 
 def publish(services: Services, n: int, attrs: dict[str, str] | None = None) -> list[str]:
     msgs = [{"data": "eA==", **({"attributes": attrs} if attrs else {})} for _ in range(n)]
-    return list(services.publish.publish(topic(), {"messages": msgs})["messageIds"])
+    return list(services.publish.publish(topic(), publish_request({"messages": msgs})).message_ids)
 
 
 def stream_entries(services: Services) -> list[LogEntry]:

@@ -7,10 +7,18 @@ from typing import Any
 
 import pytest
 
-from chalicelib.api.requests import acknowledge_request, pull_request
+from chalicelib.api.requests import (
+    acknowledge_request,
+    page_request,
+    publish_request,
+    pull_request,
+    subscription_request,
+    update_subscription_request,
+)
 from chalicelib.core import limits, names
 from chalicelib.core.errors import FailedPrecondition, InvalidArgument, NotFound
-from chalicelib.core.requests import ModifyAckDeadlineRequest, PullRequest
+from chalicelib.core.models import ExpirationPolicy, Subscription, Topic
+from chalicelib.core.requests import ModifyAckDeadlineRequest, PullRequest, UpdateSubscriptionRequest
 from chalicelib.delivery.fanout import FanOut
 from chalicelib.runtime import Services
 from chalicelib.store import aws
@@ -29,7 +37,7 @@ def sub(i: str = "sub-a") -> names.Name:
 
 def publish(services: Services, *datas: bytes, attrs: dict[str, str] | None = None) -> list[str]:
     msgs = [{"data": base64.b64encode(d).decode(), **({"attributes": attrs} if attrs else {})} for d in datas]
-    return list(services.publish.publish(topic(), {"messages": msgs})["messageIds"])
+    return list(services.publish.publish(topic(), publish_request({"messages": msgs})).message_ids)
 
 
 def pull(services: Services, n: int = 10) -> list[dict[str, Any]]:
@@ -38,8 +46,8 @@ def pull(services: Services, n: int = 10) -> list[dict[str, Any]]:
 
 @pytest.fixture
 def ready(services: Services, clock: FakeClock) -> Services:
-    services.admin.create_topic(topic(), {})
-    services.admin.create_subscription(sub(), {"topic": topic().path})
+    services.admin.create_topic(topic(), Topic())
+    services.admin.create_subscription(sub(), subscription_request({"topic": topic().path}, sub()))
     clock.advance(1)
     return services
 
@@ -65,10 +73,10 @@ def test_large_bodies_are_read_from_s3(ready: Services) -> None:
 
 
 def test_subscription_gets_only_messages_published_after_it(services: Services, clock: FakeClock) -> None:
-    services.admin.create_topic(topic(), {})
+    services.admin.create_topic(topic(), Topic())
     publish(services, b"before")
     clock.advance(1)
-    services.admin.create_subscription(sub(), {"topic": topic().path})
+    services.admin.create_subscription(sub(), subscription_request({"topic": topic().path}, sub()))
     clock.advance(1)
     after = publish(services, b"after")
     FanOut(services.ctx).handle(stream_event(services))
@@ -121,38 +129,40 @@ def test_forged_ack_id_is_refused(ready: Services) -> None:
 
 def test_errors(services: Services) -> None:
     with pytest.raises(NotFound):
-        services.publish.publish(topic(), {"messages": [{"data": "aGk="}]})
-    services.admin.create_topic(topic(), {})
+        services.publish.publish(topic(), publish_request({"messages": [{"data": "aGk="}]}))
+    services.admin.create_topic(topic(), Topic())
     with pytest.raises(InvalidArgument):
-        services.publish.publish(topic(), {"messages": [{}]})
+        services.publish.publish(topic(), publish_request({"messages": [{}]}))
     with pytest.raises(NotFound):
-        services.admin.create_subscription(sub(), {"topic": topic("missing").path})
+        services.admin.create_subscription(sub(), subscription_request({"topic": topic("missing").path}, sub()))
     with pytest.raises(InvalidArgument):
-        services.admin.create_subscription(sub(), {"topic": topic().path, "ackDeadlineSeconds": 5})
-    services.admin.create_subscription(sub(), {"topic": topic().path})
+        services.admin.create_subscription(sub(), subscription_request(
+            {"topic": topic().path, "ackDeadlineSeconds": 5}, sub()))
+    services.admin.create_subscription(sub(), subscription_request({"topic": topic().path}, sub()))
     with pytest.raises(InvalidArgument):
         services.pull.pull(sub(), pull_request({"maxMessages": 0}))
-    services.admin.update_subscription(sub(), {"detached": True})
+    services.admin.patch_subscription(sub(), UpdateSubscriptionRequest(Subscription(detached=True), ("detached",)))
     with pytest.raises(FailedPrecondition):
         services.pull.pull(sub(), pull_request({"maxMessages": 1}))
 
 
 def test_deleted_topic_detaches_subscriptions(ready: Services) -> None:
     ready.admin.delete_topic(topic())
-    assert ready.admin.get_subscription(sub())["topic"] == "_deleted-topic_"
-    ready.admin.create_topic(topic(), {})
-    assert ready.admin.topic_subscription_names(topic(), {}) == {}
+    assert ready.admin.get_subscription(sub()).spec.topic == "_deleted-topic_"
+    ready.admin.create_topic(topic(), Topic())
+    assert ready.admin.topic_subscription_names(topic(), page_request({})).to_wire() == {}
 
 
 def _sub_with(services: Services, clock: FakeClock, **spec: Any) -> None:
-    services.admin.create_topic(topic(), {})
-    services.admin.create_subscription(sub(), {"topic": topic().path, **spec})
+    services.admin.create_topic(topic(), Topic())
+    services.admin.create_subscription(sub(), subscription_request({"topic": topic().path, **spec}, sub()))
     clock.advance(1)
 
 
 def test_dead_letter_after_max_attempts(services: Services, clock: FakeClock) -> None:
-    services.admin.create_topic(topic("dead"), {})
-    services.admin.create_subscription(sub("dead-sub"), {"topic": topic("dead").path})
+    services.admin.create_topic(topic("dead"), Topic())
+    services.admin.create_subscription(sub("dead-sub"), subscription_request(
+        {"topic": topic("dead").path}, sub("dead-sub")))
     _sub_with(services, clock, deadLetterPolicy={"deadLetterTopic": topic("dead").path, "maxDeliveryAttempts": 5})
     (mid,) = publish(services, b"poison", attrs={"k": "v"})
     FanOut(services.ctx).handle(stream_event(services))
@@ -172,10 +182,10 @@ def test_dead_letter_after_max_attempts(services: Services, clock: FakeClock) ->
 
 
 def test_missing_dead_letter_topic_is_refused(services: Services) -> None:
-    services.admin.create_topic(topic(), {})
+    services.admin.create_topic(topic(), Topic())
     with pytest.raises(InvalidArgument):
-        services.admin.create_subscription(sub(), {"topic": topic().path,
-                                                   "deadLetterPolicy": {"deadLetterTopic": topic("nope").path}})
+        services.admin.create_subscription(sub(), subscription_request(
+            {"topic": topic().path, "deadLetterPolicy": {"deadLetterTopic": topic("nope").path}}, sub()))
 
 
 def test_exactly_once_acks(services: Services, clock: FakeClock) -> None:
@@ -199,17 +209,20 @@ def test_exactly_once_acks(services: Services, clock: FakeClock) -> None:
 
 
 def test_filter_is_validated_and_applied(services: Services, clock: FakeClock) -> None:
-    services.admin.create_topic(topic(), {})
+    services.admin.create_topic(topic(), Topic())
     with pytest.raises(InvalidArgument, match="position"):
-        services.admin.create_subscription(sub(), {"topic": topic().path, "filter": "attributes.k ="})
-    services.admin.create_subscription(sub(), {"topic": topic().path, "filter": 'attributes.k = "yes"'})
+        services.admin.create_subscription(sub(), subscription_request(
+            {"topic": topic().path, "filter": "attributes.k ="}, sub()))
+    services.admin.create_subscription(sub(), subscription_request(
+        {"topic": topic().path, "filter": 'attributes.k = "yes"'}, sub()))
     clock.advance(1)
     publish(services, b"no", attrs={"k": "no"})
     (wanted,) = publish(services, b"yes", attrs={"k": "yes"})
     FanOut(services.ctx).handle(stream_event(services))
     assert [m["message"]["messageId"] for m in pull(services)] == [wanted]
     with pytest.raises(InvalidArgument):
-        services.admin.patch_subscription(sub(), {"subscription": {"filter": ""}, "updateMask": "filter"})
+        services.admin.patch_subscription(sub(), update_subscription_request(
+            {"subscription": {"filter": ""}, "updateMask": "filter"}, sub()))
 
 
 def test_detach_drops_backlog(ready: Services) -> None:
@@ -218,23 +231,26 @@ def test_detach_drops_backlog(ready: Services) -> None:
     ready.admin.detach_subscription(sub())
     with pytest.raises(FailedPrecondition):
         pull(ready)
-    assert ready.admin.topic_subscription_names(topic(), {}) == {}
+    assert ready.admin.topic_subscription_names(topic(), page_request({})).to_wire() == {}
 
 
 def test_idle_subscriptions_expire(services: Services, clock: FakeClock) -> None:
     from chalicelib.delivery.maintenance import expire_idle_subscriptions
 
-    services.admin.create_topic(topic(), {})
-    services.admin.create_subscription(sub("short"), {"topic": topic().path, "expirationPolicy": {"ttl": "86400s"}})
-    services.admin.create_subscription(sub("never"), {"topic": topic().path, "expirationPolicy": {}})
-    services.admin.create_subscription(sub("used"), {"topic": topic().path, "expirationPolicy": {"ttl": "86400s"}})
+    services.admin.create_topic(topic(), Topic())
+    services.admin.create_subscription(sub("short"), subscription_request(
+        {"topic": topic().path, "expirationPolicy": {"ttl": "86400s"}}, sub("short")))
+    services.admin.create_subscription(sub("never"), subscription_request(
+        {"topic": topic().path, "expirationPolicy": {}}, sub("never")))
+    services.admin.create_subscription(sub("used"), subscription_request(
+        {"topic": topic().path, "expirationPolicy": {"ttl": "86400s"}}, sub("used")))
     clock.advance(86000)
     services.pull.pull(sub("used"), PullRequest(1, True))  # activity
     clock.advance(1000)
     assert expire_idle_subscriptions(services.ctx) == [sub("short").path]
     with pytest.raises(NotFound):
         services.admin.get_subscription(sub("short"))
-    assert services.admin.get_subscription(sub("never"))["expirationPolicy"] == {}
+    assert services.admin.get_subscription(sub("never")).spec.expiration_policy == ExpirationPolicy()
 
 
 def test_pull_size_counts_s3_bodies_whatever_their_attributes(ready: Services) -> None:

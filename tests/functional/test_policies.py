@@ -12,8 +12,10 @@ from typing import Any
 
 import pytest
 
+from chalicelib.api.requests import page_request, publish_request, subscription_request
 from chalicelib.core import names
 from chalicelib.core.backoff import ThrottleState
+from chalicelib.core.models import Topic
 from chalicelib.core.requests import ModifyAckDeadlineRequest, PullRequest
 from chalicelib.delivery.fanout import FanOut
 from chalicelib.delivery.maintenance import expire_idle_subscriptions
@@ -71,7 +73,7 @@ class Stream:
 
 def _publish(services: Services, t: names.Name, *datas: bytes, key: str = "") -> list[str]:
     msgs = [{"data": base64.b64encode(d).decode(), **({"orderingKey": key} if key else {})} for d in datas]
-    return list(services.publish.publish(t, {"messages": msgs})["messageIds"])
+    return list(services.publish.publish(t, publish_request({"messages": msgs})).message_ids)
 
 
 def _pull(services: Services, s: names.Name) -> list[dict[str, Any]]:
@@ -83,11 +85,11 @@ def _queue_url(services: Services, s: names.Name) -> str:
 
 
 def test_expiry_is_followed_by_the_retry_backoff(services: Services, clock: FakeClock) -> None:
-    services.admin.create_topic(topic(), {})
-    services.admin.create_topic(topic("dlt"), {})
-    services.admin.create_subscription(sub(), {"topic": topic().path, "ackDeadlineSeconds": 10,
+    services.admin.create_topic(topic(), Topic())
+    services.admin.create_topic(topic("dlt"), Topic())
+    services.admin.create_subscription(sub(), subscription_request({"topic": topic().path, "ackDeadlineSeconds": 10,
                                                "retryPolicy": {"minimumBackoff": "30s", "maximumBackoff": "100s"},
-                                               "deadLetterPolicy": {"deadLetterTopic": topic("dlt").path}})
+                                               "deadLetterPolicy": {"deadLetterTopic": topic("dlt").path}}, sub()))
     clock.advance(1)
     spy = Spy(services.ctx.queues)
     services.ctx.queues = spy
@@ -124,10 +126,10 @@ def test_no_retry_policy_means_no_backoff(ready: Services) -> None:
 
 def test_missing_dead_letter_topic_keeps_and_counts_messages(services: Services, clock: FakeClock,
                                                              capsys: pytest.CaptureFixture[str]) -> None:
-    services.admin.create_topic(topic(), {})
-    services.admin.create_topic(topic("dlt"), {})
-    services.admin.create_subscription(sub(), {"topic": topic().path, "deadLetterPolicy": {
-        "deadLetterTopic": topic("dlt").path, "maxDeliveryAttempts": 5}})
+    services.admin.create_topic(topic(), Topic())
+    services.admin.create_topic(topic("dlt"), Topic())
+    services.admin.create_subscription(sub(), subscription_request({"topic": topic().path, "deadLetterPolicy": {
+        "deadLetterTopic": topic("dlt").path, "maxDeliveryAttempts": 5}}, sub()))
     clock.advance(1)
     services.ctx.config = dataclasses.replace(services.ctx.config, dead_letter_retry_seconds=1)
     stream = Stream(services)
@@ -145,8 +147,8 @@ def test_missing_dead_letter_topic_keeps_and_counts_messages(services: Services,
     metrics = [json.loads(line) for line in capsys.readouterr().out.splitlines() if "DeadLetterTopicMissing" in line]
     assert metrics and metrics[0]["Subscription"] == sub().path and metrics[0]["DeadLetterTopicMissing"] == [1.0]
     # The topic comes back: the next try forwards the message, with the right delivery count.
-    services.admin.create_topic(topic("dlt"), {})
-    services.admin.create_subscription(sub("dead"), {"topic": topic("dlt").path})
+    services.admin.create_topic(topic("dlt"), Topic())
+    services.admin.create_subscription(sub("dead"), subscription_request({"topic": topic("dlt").path}, sub("dead")))
     clock.advance(1)
     receipt = spy.changes[-1][0]
     spy.inner.change_visibility_batch(_queue_url(services, sub()), [(receipt, 0)])  # the parking time is over
@@ -159,13 +161,13 @@ def test_missing_dead_letter_topic_keeps_and_counts_messages(services: Services,
 
 def test_ordered_push_dead_letters_one_message_and_unblocks_its_key(services: Services, clock: FakeClock) -> None:
     """Messages behind a nacked one are handed back undelivered: that must not count as their attempts."""
-    services.admin.create_topic(topic(), {})
-    services.admin.create_topic(topic("dlt"), {})
-    services.admin.create_subscription(sub("dead"), {"topic": topic("dlt").path})
-    services.admin.create_subscription(sub(), {
+    services.admin.create_topic(topic(), Topic())
+    services.admin.create_topic(topic("dlt"), Topic())
+    services.admin.create_subscription(sub("dead"), subscription_request({"topic": topic("dlt").path}, sub("dead")))
+    services.admin.create_subscription(sub(), subscription_request({
         "topic": topic().path, "enableMessageOrdering": True, "pushConfig": {"pushEndpoint": "http://127.0.0.1:9/h"},
         "retryPolicy": {"minimumBackoff": "0s", "maximumBackoff": "0s"},
-        "deadLetterPolicy": {"deadLetterTopic": topic("dlt").path, "maxDeliveryAttempts": 5}})
+        "deadLetterPolicy": {"deadLetterTopic": topic("dlt").path, "maxDeliveryAttempts": 5}}, sub()))
     clock.advance(1)
     stream = Stream(services)
     ids = _publish(services, topic(), b"k:0", b"k:1", b"k:2", key="k")
@@ -200,16 +202,18 @@ def test_ordered_push_dead_letters_one_message_and_unblocks_its_key(services: Se
 
 
 def test_expiration_deletes_push_subscriptions_like_a_delete_call(services: Services, clock: FakeClock) -> None:
-    services.admin.create_topic(topic(), {})
-    services.admin.create_subscription(sub("idle-push"), {"topic": topic().path, "expirationPolicy": {
-        "ttl": "86400s"}, "pushConfig": {"pushEndpoint": "http://127.0.0.1:9/h"}})
-    services.admin.create_subscription(sub("default"), {"topic": topic().path})
+    services.admin.create_topic(topic(), Topic())
+    services.admin.create_subscription(sub("idle-push"), subscription_request({
+        "topic": topic().path, "expirationPolicy": {"ttl": "86400s"},
+        "pushConfig": {"pushEndpoint": "http://127.0.0.1:9/h"}}, sub("idle-push")))
+    services.admin.create_subscription(sub("default"), subscription_request({"topic": topic().path}, sub("default")))
     push = PushStore(services.ctx.config)
     assert sub("idle-push").path in push.index_list()
     clock.advance(86401)
     assert expire_idle_subscriptions(services.ctx) == [sub("idle-push").path]
     assert sub("idle-push").path not in push.index_list()
-    assert services.admin.topic_subscription_names(topic(), {}) == {"subscriptions": [sub("default").path]}
+    listed = services.admin.topic_subscription_names(topic(), page_request({}))
+    assert listed.to_wire() == {"subscriptions": [sub("default").path]}
     clock.advance(31 * 86400 - 86401 + 1)  # the default policy: 31 days
     assert expire_idle_subscriptions(services.ctx) == [sub("default").path]
     assert P in sub("default").path
@@ -230,11 +234,11 @@ def test_a_dead_letter_cycle_stops_at_the_hop_limit(services: Services, clock: F
                                                     capsys: pytest.CaptureFixture[str]) -> None:
     """Topic A's subscription dead-letters to B, B's to A: the message goes round until the hop limit."""
     services.ctx.config = dataclasses.replace(services.ctx.config, dead_letter_max_hops=2)
-    services.admin.create_topic(topic("cycle-a"), {})
-    services.admin.create_topic(topic("cycle-b"), {})
+    services.admin.create_topic(topic("cycle-a"), Topic())
+    services.admin.create_topic(topic("cycle-b"), Topic())
     for here, there in (("cycle-a", "cycle-b"), ("cycle-b", "cycle-a")):
-        services.admin.create_subscription(sub(here), {"topic": topic(here).path, "deadLetterPolicy": {
-            "deadLetterTopic": topic(there).path, "maxDeliveryAttempts": 5}})
+        services.admin.create_subscription(sub(here), subscription_request({"topic": topic(here).path,
+            "deadLetterPolicy": {"deadLetterTopic": topic(there).path, "maxDeliveryAttempts": 5}}, sub(here)))
     clock.advance(1)
     stream = Stream(services)
     _publish(services, topic("cycle-a"), b"round and round")

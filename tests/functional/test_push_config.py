@@ -10,12 +10,15 @@ from typing import Any
 
 import pytest
 
+from chalicelib.api.requests import modify_push_config_request, subscription_request, update_subscription_request
 from chalicelib.core import names
 from chalicelib.core.errors import FailedPrecondition, InvalidArgument
-from chalicelib.core.models import PushConfig, Subscription
+from chalicelib.core.models import PushConfig, Subscription, Topic
+from chalicelib.core.records import SubscriptionRecord
 from chalicelib.local.push_pump import PushPump
 from chalicelib.runtime import Services
-from chalicelib.service.push_config import modify_push_config, validate
+from chalicelib.service.admin import AdminService
+from chalicelib.service.push_config import validate
 from chalicelib.store import aws
 from chalicelib.store.mappings import MappingStore
 from chalicelib.store.push_state import PushStore, queue_arn, queue_key
@@ -29,15 +32,20 @@ PUBLIC = "https://93.184.216.34/hook"  # an IP literal: no DNS lookup in tests
 
 @pytest.fixture
 def ready(services: Services, clock: FakeClock) -> Services:
-    services.admin.create_topic(TOPIC, {})
+    services.admin.create_topic(TOPIC, Topic())
     return services
 
 
-def create(services: Services, push: dict[str, Any] | None = None) -> dict[str, Any]:
+def create(services: Services, push: dict[str, Any] | None = None) -> SubscriptionRecord:
     body: dict[str, Any] = {"topic": TOPIC.path}
     if push is not None:
         body["pushConfig"] = push
-    return services.admin.create_subscription(SUB, body)
+    return services.admin.create_subscription(SUB, subscription_request(body, SUB))
+
+
+def modify_push_config(admin: AdminService, name: names.Name, body: dict[str, Any]) -> None:
+    """``:modifyPushConfig`` as the api layer runs it: parse the body, then the use case."""
+    admin.modify_push_config(name, modify_push_config_request(body, name))
 
 
 @pytest.mark.parametrize("endpoint", ["ftp://example.com/x", "not a url", "http://169.254.169.254/latest",
@@ -76,14 +84,14 @@ def test_modify_push_config_switches_between_push_and_pull(ready: Services) -> N
     store = PushStore(ready.ctx.config)
     pump = PushPump(ready.ctx.config, lambda e, c: {"batchItemFailures": []})
     assert pump.push_subscriptions() == []
-    assert modify_push_config(ready.admin, SUB, {"pushConfig": {"pushEndpoint": "http://127.0.0.1:1/x"}}) == {}
-    wire = ready.admin.get_subscription(SUB)
+    modify_push_config(ready.admin, SUB, {"pushConfig": {"pushEndpoint": "http://127.0.0.1:1/x"}})
+    wire = ready.admin.get_subscription(SUB).spec.reported().to_wire()
     assert wire["pushConfig"] == {"pushEndpoint": "http://127.0.0.1:1/x"}
     assert [r.name for r in pump.push_subscriptions()] == [SUB.path]
     key = queue_key(ready.ctx.resources.require_subscription(SUB).queue_url)
     assert store.index_get(key) == SUB.path
     modify_push_config(ready.admin, SUB, {"pushConfig": {}})
-    assert ready.admin.get_subscription(SUB)["pushConfig"] == {}
+    assert ready.admin.get_subscription(SUB).spec.reported().to_wire()["pushConfig"] == {}
     assert pump.push_subscriptions() == []
     assert store.index_get(key) == SUB.path  # still findable: a handler may hold its messages
     modify_push_config(ready.admin, SUB, {})  # no pushConfig at all: pull
@@ -98,13 +106,14 @@ def test_modify_push_config_switches_between_push_and_pull(ready: Services) -> N
 def test_patch_push_config_validates_only_changes(ready: Services, monkeypatch: pytest.MonkeyPatch) -> None:
     create(ready, {"pushEndpoint": "http://127.0.0.1:1/x"})
     with pytest.raises(InvalidArgument):
-        ready.admin.patch_subscription(SUB, {"subscription": {"pushConfig": {"pushEndpoint": "http://224.0.0.1/"}},
-                                             "updateMask": "pushConfig"})
+        ready.admin.patch_subscription(SUB, update_subscription_request(
+            {"subscription": {"pushConfig": {"pushEndpoint": "http://224.0.0.1/"}}, "updateMask": "pushConfig"}, SUB))
     calls: list[str] = []
     import chalicelib.service.push_config as pc
 
     monkeypatch.setattr(pc, "validate_push_endpoint", lambda url, **_: calls.append(url))
-    ready.admin.patch_subscription(SUB, {"subscription": {"labels": {"a": "b"}}, "updateMask": "labels"})
+    ready.admin.patch_subscription(SUB, update_subscription_request(
+        {"subscription": {"labels": {"a": "b"}}, "updateMask": "labels"}, SUB))
     assert calls == []
 
 

@@ -10,9 +10,11 @@ from typing import Any
 import jwt
 import pytest
 
+from chalicelib.api.requests import publish_request, subscription_request, update_subscription_request
 from chalicelib.core import names
 from chalicelib.core.backoff import PushThrottle, ThrottleState
-from chalicelib.core.requests import PullRequest
+from chalicelib.core.models import PushConfig, Topic
+from chalicelib.core.requests import ModifyPushConfigRequest, PullRequest
 from chalicelib.delivery.fanout import FanOut
 from chalicelib.delivery.push import PushDelivery
 from chalicelib.local.push_pump import lambda_record
@@ -50,7 +52,7 @@ def sub(i: str = "sub-a") -> names.Name:
 
 
 def publish(services: Services, *messages: dict[str, Any]) -> list[str]:
-    ids = list(services.publish.publish(topic(), {"messages": list(messages)})["messageIds"])
+    ids = list(services.publish.publish(topic(), publish_request({"messages": list(messages)})).message_ids)
     event = stream_event(services)
     rid = ids[0][:-3]  # only this publish request's record: the stream holds every earlier one too
     event["Records"] = [r for r in event["Records"] if r["dynamodb"]["NewImage"]["rid"]["S"] == rid]
@@ -83,8 +85,9 @@ def failures(result: dict[str, Any]) -> set[str]:
 
 @pytest.fixture
 def ready(services: Services, clock: FakeClock) -> Services:
-    services.admin.create_topic(topic(), {})
-    services.admin.create_subscription(sub(), {"topic": topic().path, "pushConfig": {"pushEndpoint": HOOK}})
+    services.admin.create_topic(topic(), Topic())
+    services.admin.create_subscription(sub(), subscription_request(
+        {"topic": topic().path, "pushConfig": {"pushEndpoint": HOOK}}, sub()))
     clock.advance(1)
     return services
 
@@ -138,9 +141,9 @@ def test_nack_reports_failure_and_delays_with_the_throttle(ready: Services, cloc
 
 def test_retry_policy_sets_the_redelivery_delay(ready: Services, clock: FakeClock,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    ready.admin.patch_subscription(sub(), {"subscription": {"retryPolicy": {"minimumBackoff": "15s",
-                                                                            "maximumBackoff": "100s"}},
-                                           "updateMask": "retryPolicy"})
+    ready.admin.patch_subscription(sub(), update_subscription_request({
+        "subscription": {"retryPolicy": {"minimumBackoff": "15s", "maximumBackoff": "100s"}},
+        "updateMask": "retryPolicy"}, sub()))
     publish(ready, msg(b"a"))
     changes: list[tuple[str, int]] = []
     monkeypatch.setattr(ready.ctx.queues, "change_visibility_batch", lambda url, c: changes.extend(c) or [])
@@ -152,10 +155,11 @@ def test_retry_policy_sets_the_redelivery_delay(ready: Services, clock: FakeCloc
 
 
 def test_delivery_attempt_only_with_a_dead_letter_policy(ready: Services, clock: FakeClock) -> None:
-    ready.admin.create_topic(names.make(P, "topics", "dead-letters"), {})
-    ready.admin.create_subscription(sub("sub-dl"), {
+    ready.admin.create_topic(names.make(P, "topics", "dead-letters"), Topic())
+    ready.admin.create_subscription(sub("sub-dl"), subscription_request({
         "topic": topic().path, "pushConfig": {"pushEndpoint": HOOK},
-        "deadLetterPolicy": {"deadLetterTopic": f"projects/{P}/topics/dead-letters", "maxDeliveryAttempts": 5}})
+        "deadLetterPolicy": {"deadLetterTopic": f"projects/{P}/topics/dead-letters", "maxDeliveryAttempts": 5}},
+        sub("sub-dl")))
     clock.advance(1)
     publish(ready, msg(b"x", orderingKey="key-1"))
     endpoint = FakeEndpoint(204)
@@ -169,8 +173,8 @@ def test_delivery_attempt_only_with_a_dead_letter_policy(ready: Services, clock:
 
 
 def test_no_wrapper_sends_raw_bytes_and_metadata_headers(ready: Services, clock: FakeClock) -> None:
-    ready.admin.patch_subscription(sub(), {"subscription": {"pushConfig": {
-        "pushEndpoint": HOOK, "noWrapper": {"writeMetadata": True}}}, "updateMask": "pushConfig"})
+    ready.admin.patch_subscription(sub(), update_subscription_request({"subscription": {"pushConfig": {
+        "pushEndpoint": HOOK, "noWrapper": {"writeMetadata": True}}}, "updateMask": "pushConfig"}, sub()))
     ids = publish(ready, msg(b"\x01raw", attributes={"color": "blue", "bad key": "x", "Authorization": "no",
                                                      "note": "caf\u00e9 \u2603"}, orderingKey="k"))
     endpoint = FakeEndpoint(204)
@@ -184,8 +188,8 @@ def test_no_wrapper_sends_raw_bytes_and_metadata_headers(ready: Services, clock:
     assert headers["color"] == "blue"
     assert headers["note"].encode("latin-1").decode("utf-8") == "caf\u00e9 \u2603"  # UTF-8 bytes on the wire
     assert "bad key" not in headers and "Authorization" not in headers
-    ready.admin.patch_subscription(sub(), {"subscription": {"pushConfig": {
-        "pushEndpoint": HOOK, "noWrapper": {}}}, "updateMask": "pushConfig"})
+    ready.admin.patch_subscription(sub(), update_subscription_request({"subscription": {"pushConfig": {
+        "pushEndpoint": HOOK, "noWrapper": {}}}, "updateMask": "pushConfig"}, sub()))
     publish(ready, msg(b"plain", attributes={"color": "red"}))
     handler(ready, endpoint, clock).handle(sqs_event(ready))
     _, body, headers, _ = endpoint.calls[1]
@@ -193,8 +197,9 @@ def test_no_wrapper_sends_raw_bytes_and_metadata_headers(ready: Services, clock:
 
 
 def test_oidc_token_verifies_against_the_jwks(ready: Services, clock: FakeClock) -> None:
-    ready.admin.patch_subscription(sub(), {"subscription": {"pushConfig": {
-        "pushEndpoint": HOOK, "oidcToken": {"serviceAccountEmail": "pusher@example.iam"}}}, "updateMask": "pushConfig"})
+    ready.admin.patch_subscription(sub(), update_subscription_request({"subscription": {"pushConfig": {
+        "pushEndpoint": HOOK, "oidcToken": {"serviceAccountEmail": "pusher@example.iam"}}}, "updateMask": "pushConfig"},
+        sub()))
     publish(ready, msg(b"secret"))
     endpoint = FakeEndpoint(204)
     handler(ready, endpoint, clock).handle(sqs_event(ready))
@@ -209,8 +214,8 @@ def test_oidc_token_verifies_against_the_jwks(ready: Services, clock: FakeClock)
 
 def test_ordered_subscription_hands_back_the_rest_of_a_failed_key(ready: Services, clock: FakeClock,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    ready.admin.create_subscription(sub("sub-ord"), {"topic": topic().path, "enableMessageOrdering": True,
-                                                     "pushConfig": {"pushEndpoint": HOOK}})
+    ready.admin.create_subscription(sub("sub-ord"), subscription_request(
+        {"topic": topic().path, "enableMessageOrdering": True, "pushConfig": {"pushEndpoint": HOOK}}, sub("sub-ord")))
     clock.advance(1)
     publish(ready, msg(b"k1-a", orderingKey="k1"), msg(b"k1-b", orderingKey="k1"), msg(b"k2-a", orderingKey="k2"))
     changes: list[tuple[str, int]] = []
@@ -272,7 +277,7 @@ def test_healthy_batches_do_not_write_the_throttle(ready: Services, clock: FakeC
 def test_switched_to_pull_hands_messages_back_at_once(ready: Services, clock: FakeClock) -> None:
     publish(ready, msg(b"a"))
     event = sqs_event(ready)
-    ready.admin.update_subscription(sub(), {"push_config": None})
+    ready.admin.modify_push_config(sub(), ModifyPushConfigRequest(PushConfig()))
     endpoint = FakeEndpoint(204)
     delivery = handler(ready, endpoint, clock)
     result = delivery.handle(event)
@@ -321,10 +326,10 @@ def test_requests_per_message(ready: Services, clock: FakeClock) -> None:
 
 def test_past_max_delivery_attempts_goes_to_the_dead_letter_topic(ready: Services, clock: FakeClock) -> None:
     dead = names.make(P, "topics", "dead-letters")
-    ready.admin.create_topic(dead, {})
-    ready.admin.create_subscription(sub("dl-reader"), {"topic": dead.path})
-    ready.admin.patch_subscription(sub(), {"subscription": {"deadLetterPolicy": {
-        "deadLetterTopic": dead.path, "maxDeliveryAttempts": 5}}, "updateMask": "deadLetterPolicy"})
+    ready.admin.create_topic(dead, Topic())
+    ready.admin.create_subscription(sub("dl-reader"), subscription_request({"topic": dead.path}, sub("dl-reader")))
+    ready.admin.patch_subscription(sub(), update_subscription_request({"subscription": {"deadLetterPolicy": {
+        "deadLetterTopic": dead.path, "maxDeliveryAttempts": 5}}, "updateMask": "deadLetterPolicy"}, sub()))
     clock.advance(1)
     [mid] = publish(ready, msg(b"poison", attributes={"k": "v"}))
     event = sqs_event(ready)

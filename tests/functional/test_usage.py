@@ -9,11 +9,13 @@ from typing import Any
 
 import pytest
 
+from chalicelib.api.requests import publish_request, subscription_request
 from chalicelib.core import names, usage
 from chalicelib.core.errors import InvalidArgument, NotFound
+from chalicelib.core.models import Topic
+from chalicelib.core.responses import MetricsResponse
 from chalicelib.delivery.fanout import FanOut
 from chalicelib.runtime import Services
-from chalicelib.service.usage import UsageService
 from chalicelib.store import aws
 from tests.functional.conftest import FakeClock
 from tests.functional.test_message_path import stream_event
@@ -23,8 +25,8 @@ TOPIC = names.make(P, "topics", "orders")
 SUB = names.make(P, "subscriptions", "billing")
 
 
-def series(doc: dict[str, Any], name: str) -> list[dict[str, Any]]:
-    (found,) = [m["timeseries"] for m in doc["metrics"] if m["metric"] == name]
+def series(doc: MetricsResponse, name: str) -> list[dict[str, Any]]:
+    (found,) = [m["timeseries"] for m in doc.to_wire()["metrics"] if m["metric"] == name]
     return list(found)
 
 
@@ -34,9 +36,9 @@ def put_summary(services: Services, body: bytes) -> None:
 
 
 def test_metrics_without_and_with_a_summary(services: Services) -> None:
-    services.admin.create_topic(TOPIC, {})
-    services.admin.create_subscription(SUB, {"topic": TOPIC.path})
-    metrics = UsageService(services.ctx)
+    services.admin.create_topic(TOPIC, Topic())
+    services.admin.create_subscription(SUB, subscription_request({"topic": TOPIC.path}, SUB))
+    metrics = services.usage
     doc = metrics.topic_metrics(TOPIC)  # the job has not run: zeros
     assert series(doc, "topic.number_of_subscriptions")[0]["value"] == 1
     assert series(doc, "topic.number_of_messages")[0]["value"] == 0
@@ -57,18 +59,18 @@ def test_metrics_without_and_with_a_summary(services: Services) -> None:
 
 
 def test_subscription_backlog_is_read_from_its_queue(services: Services, clock: FakeClock) -> None:
-    services.admin.create_topic(TOPIC, {})
-    services.admin.create_subscription(SUB, {"topic": TOPIC.path})
+    services.admin.create_topic(TOPIC, Topic())
+    services.admin.create_subscription(SUB, subscription_request({"topic": TOPIC.path}, SUB))
     clock.advance(1)  # subscriptions get only messages published after they exist
     msgs = [{"data": base64.b64encode(b"x").decode()} for _ in range(3)]
-    services.publish.publish(TOPIC, {"messages": msgs})
+    services.publish.publish(TOPIC, publish_request({"messages": msgs}))
     FanOut(services.ctx).handle(stream_event(services))
-    doc = UsageService(services.ctx).subscription_metrics(SUB)
+    doc = services.usage.subscription_metrics(SUB)
     assert series(doc, "subscription.number_of_undelivered_messages")[0]["value"] == 3
 
 
 def test_unknown_resources(services: Services) -> None:
-    metrics = UsageService(services.ctx)
+    metrics = services.usage
     with pytest.raises(NotFound):
         metrics.topic_metrics(TOPIC)
     with pytest.raises(NotFound):

@@ -1,0 +1,155 @@
+"""One function per API method: parse the request into a typed value (api/requests.py), call one use case,
+return its typed result. The route tables map (HTTP method, verb) to these functions; api/routes.py
+dispatches and api/http.py renders.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from chalicelib.api import requests
+from chalicelib.core.models import Subscription
+from chalicelib.core.names import Name
+from chalicelib.core.records import SubscriptionRecord
+from chalicelib.core.responses import EMPTY, ToWire
+from chalicelib.runtime import services
+
+
+@dataclass(frozen=True)
+class Incoming:
+    """A request as a handler sees it: the JSON body (``{}`` for GET and DELETE) and the query parameters."""
+
+    body: Any
+    params: Mapping[str, str]
+
+
+Result = ToWire | dict[str, Any]  # pull's results are still plain JSON objects
+Handler = Callable[[Name, Incoming], Result]
+CollectionHandler = Callable[[str, Incoming], Result]
+
+
+def reported(rec: SubscriptionRecord) -> Subscription:
+    return rec.spec.reported()
+
+
+# -- topics ---------------------------------------------------------------------------------------------
+def create_topic(name: Name, incoming: Incoming) -> Result:
+    return services().admin.create_topic(name, requests.topic_request(incoming.body, name))
+
+
+def get_topic(name: Name, incoming: Incoming) -> Result:
+    return services().admin.get_topic(name)
+
+
+def patch_topic(name: Name, incoming: Incoming) -> Result:
+    return services().admin.patch_topic(name, requests.update_topic_request(incoming.body, name))
+
+
+def delete_topic(name: Name, incoming: Incoming) -> Result:
+    services().admin.delete_topic(name)
+    return EMPTY
+
+
+def publish(name: Name, incoming: Incoming) -> Result:
+    return services().publish.publish(name, requests.publish_request(incoming.body))
+
+
+def topic_metrics(name: Name, incoming: Incoming) -> Result:
+    return services().usage.topic_metrics(name)
+
+
+def topic_subscriptions(name: Name, incoming: Incoming) -> Result:
+    return services().admin.topic_subscription_names(name, requests.page_request(incoming.params))
+
+
+# -- subscriptions --------------------------------------------------------------------------------------
+def create_subscription(name: Name, incoming: Incoming) -> Result:
+    return reported(services().admin.create_subscription(name, requests.subscription_request(incoming.body, name)))
+
+
+def get_subscription(name: Name, incoming: Incoming) -> Result:
+    return reported(services().admin.get_subscription(name))
+
+
+def patch_subscription(name: Name, incoming: Incoming) -> Result:
+    request = requests.update_subscription_request(incoming.body, name)
+    return reported(services().admin.patch_subscription(name, request))
+
+
+def delete_subscription(name: Name, incoming: Incoming) -> Result:
+    services().admin.delete_subscription(name)
+    return EMPTY
+
+
+def pull(name: Name, incoming: Incoming) -> Result:
+    return services().pull.pull(name, requests.pull_request(incoming.body))
+
+
+def acknowledge(name: Name, incoming: Incoming) -> Result:
+    return services().pull.acknowledge(name, requests.acknowledge_request(incoming.body))
+
+
+def modify_ack_deadline(name: Name, incoming: Incoming) -> Result:
+    return services().pull.modify_ack_deadline(name, requests.modify_ack_deadline_request(incoming.body))
+
+
+def modify_push_config(name: Name, incoming: Incoming) -> Result:
+    services().admin.modify_push_config(name, requests.modify_push_config_request(incoming.body, name))
+    return EMPTY
+
+
+def detach_subscription(name: Name, incoming: Incoming) -> Result:
+    services().admin.detach_subscription(name)
+    return EMPTY
+
+
+def subscription_metrics(name: Name, incoming: Incoming) -> Result:
+    return services().usage.subscription_metrics(name)
+
+
+# -- collections and projects ---------------------------------------------------------------------------
+def list_topics(project: str, incoming: Incoming) -> Result:
+    return services().admin.list_topics(project, requests.page_request(incoming.params))
+
+
+def list_subscriptions(project: str, incoming: Incoming) -> Result:
+    return services().admin.list_subscriptions(project, requests.page_request(incoming.params)).map(reported)
+
+
+def project_metrics(project: str, incoming: Incoming) -> Result:
+    return services().usage.project_metrics(project)
+
+
+# -- route tables: (HTTP method, verb after the colon) -> handler ---------------------------------------
+TOPIC: Mapping[tuple[str, str], Handler] = {
+    ("PUT", ""): create_topic,
+    ("GET", ""): get_topic,
+    ("PATCH", ""): patch_topic,
+    ("DELETE", ""): delete_topic,
+    ("POST", "publish"): publish,
+    ("GET", "metrics"): topic_metrics,
+}
+TOPIC_SUBSCRIPTIONS: Mapping[tuple[str, str], Handler] = {
+    ("GET", ""): topic_subscriptions,
+}
+SUBSCRIPTION: Mapping[tuple[str, str], Handler] = {
+    ("PUT", ""): create_subscription,
+    ("GET", ""): get_subscription,
+    ("PATCH", ""): patch_subscription,
+    ("DELETE", ""): delete_subscription,
+    ("POST", "pull"): pull,
+    ("POST", "acknowledge"): acknowledge,
+    ("POST", "modifyAckDeadline"): modify_ack_deadline,
+    ("POST", "modifyPushConfig"): modify_push_config,
+    ("POST", "detach"): detach_subscription,
+    ("GET", "metrics"): subscription_metrics,
+}
+COLLECTION: Mapping[str, CollectionHandler] = {  # collections are only listed (GET)
+    "topics": list_topics,
+    "subscriptions": list_subscriptions,
+}
+PROJECT: Mapping[tuple[str, str], CollectionHandler] = {
+    ("GET", "metrics"): project_metrics,
+}
