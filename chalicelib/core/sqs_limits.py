@@ -23,7 +23,6 @@ import string
 
 BATCH_ENTRIES = 10
 BATCH_BYTES = 262_144  # a SendMessageBatch's total payload, and the usual bound of one message
-MESSAGE_BYTES_MAX = 1_048_576  # one message, only for a message that cannot be made smaller
 ID_CHARS_MAX = 128
 
 _REFUSED = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -37,6 +36,11 @@ def _escape(match: re.Match[str]) -> str:
 
 def escape_body(text: str) -> str:
     """``text`` (compact JSON) with every character SQS refuses written as a JSON ``\\uXXXX`` escape."""
+    if _REFUSED.search(text) is None:
+        return text
+    # The two SQS refuses in valid text are replaced in bulk; the rest (control characters json.dumps
+    # would have escaped, lone surrogates) one by one.
+    text = text.replace("\ufffe", "\\ufffe").replace("\uffff", "\\uffff")
     return _REFUSED.sub(_escape, text)
 
 
