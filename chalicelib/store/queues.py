@@ -1,4 +1,8 @@
-"""Per-subscription SQS queues: every call here is a batch call where SQS has one."""
+"""Per-subscription SQS queues: every call here is a batch call where SQS has one.
+
+Sends keep within SQS's limits (core/sqs_limits.py): batches packed by count and bytes, bodies escaped,
+group and deduplication ids made valid, so a message Google accepts is one SQS accepts.
+"""
 
 from __future__ import annotations
 
@@ -26,7 +30,7 @@ log = logging.getLogger(__name__)
 
 _GONE = ("AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist")
 # Whole-call errors that refuse what was sent (the last part of the code): narrowed down entry by entry.
-_CONTENT_REFUSALS = {"InvalidParameterValue", "InvalidMessageContents", "BatchRequestTooLong", "MissingParameter",
+_CONTENT_REFUSALS = {"InvalidParameterValue", "InvalidMessageContents", "BatchRequestTooLong",
                      "InvalidParameterValueException", "InvalidMessageContentsException",
                      "BatchRequestTooLongException"}
 SQS_BATCH = 10
