@@ -6,6 +6,10 @@ one stream record is one publish request: one consistent Query for the topic's s
 (shared by all records of the topic in the batch), one S3 GET of the raw object (only when some
 subscription wants a message), then the sends (service/enqueue.py). A subscription that already
 received the messages during publish gets them again: at-least-once, never lost.
+
+A record fails (and Lambda hands it back) only while some send still fails after the queue store's own
+retries, which resend just the entries that failed; a message SQS refuses as invalid is logged and
+counted by enqueue and never holds the shard.
 """
 
 from __future__ import annotations

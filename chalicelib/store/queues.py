@@ -1,23 +1,41 @@
-"""Per-subscription SQS queues: every call here is a batch call where SQS has one."""
+"""Per-subscription SQS queues: every call here is a batch call where SQS has one.
+
+Sends keep within SQS's limits (core/sqs_limits.py): batches packed by count and bytes, bodies escaped,
+group and deduplication ids made valid, so a message Google accepts is one SQS accepts.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
-from collections.abc import Iterator, Sequence
+import logging
+import time
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from chalicelib.config import Config
-from chalicelib.core.errors import MetroError, NotFound
+from chalicelib.core import sqs_batches
+from chalicelib.core.errors import NotFound
+from chalicelib.core.sqs_batches import Outgoing
 from chalicelib.store import aws
-from chalicelib.store.errors import aws_errors
+from chalicelib.store.errors import aws_errors, code_of
+
+__all__ = ["Outgoing", "QueueStore", "Received", "SendResult", "queue_name"]
+
+log = logging.getLogger(__name__)
 
 _GONE = ("AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist")
+# Whole-call errors that refuse what was sent (the last part of the code): narrowed down entry by entry.
+_CONTENT_REFUSALS = {"InvalidParameterValue", "InvalidMessageContents", "BatchRequestTooLong",
+                     "InvalidParameterValueException", "InvalidMessageContentsException",
+                     "BatchRequestTooLongException"}
 SQS_BATCH = 10
+SEND_ROUNDS = 4  # entries that failed for a passing reason are sent again this often, 50 ms doubling
+SEND_BACKOFF = 0.05
 _BACKLOG = ("ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible")
 SQS_MAX_WAIT = 20
 SQS_MIN_RETENTION = 60
@@ -36,12 +54,24 @@ def _queue_errors(what: str) -> Iterator[None]:
         raise NotFound("Subscription does not exist") from None
 
 
-@dataclass(frozen=True)
-class Outgoing:
-    body: str
-    group_id: str = ""  # FIFO queues only
-    dedup_id: str = ""
-    delay: int = 0
+@dataclass
+class SendResult:
+    """Per job of :meth:`QueueStore.send_all`: indexes not enqueued (worth another try) and refused ones."""
+
+    failed: list[int] = field(default_factory=list)
+    dropped: list[int] = field(default_factory=list)
+
+
+@dataclass
+class _Outcome:
+    retry: list[int] = field(default_factory=list)
+    refused: list[int] = field(default_factory=list)
+    final: bool = False  # no point sending again now (the queue is gone)
+
+
+def _passing(code: str) -> bool:
+    """A per-entry sender fault that may pass: throttling, or the queue's KMS key (not the message)."""
+    return "Throttl" in code or code.startswith("Kms") or code.endswith("OverLimit")
 
 
 @dataclass(frozen=True)
@@ -60,9 +90,10 @@ def queue_name(prefix: str, subscription: str, gen: int, fifo: bool) -> str:
 
 
 class QueueStore:
-    def __init__(self, config: Config) -> None:
-        self._sqs = aws.client("sqs", config)
+    def __init__(self, config: Config, client: Any = None, sleep: Callable[[float], None] = time.sleep) -> None:
+        self._sqs = client if client is not None else aws.client("sqs", config)
         self._prefix = config.queue_prefix
+        self._sleep = sleep
 
     def create(self, subscription: str, gen: int, fifo: bool, visibility: int, retention: float) -> str:
         attrs = {
@@ -88,59 +119,98 @@ class QueueStore:
         except ClientError:  # already gone is fine
             pass
 
-    def send(self, url: str, messages: Sequence[Outgoing]) -> list[int]:
-        """Send in batches of 10; return the indexes of messages that failed."""
+    def send(self, url: str, messages: Sequence[Outgoing]) -> SendResult:
+        """Send ``messages`` to one queue (see :meth:`send_all`)."""
         return self.send_all([(url, messages)])[0]
 
-    def send_all(self, jobs: Sequence[tuple[str, Sequence[Outgoing]]]) -> list[list[int]]:
-        """Send every job's messages, ten per SendMessageBatch, batches concurrently.
+    def send_all(self, jobs: Sequence[tuple[str, Sequence[Outgoing]]]) -> list[SendResult]:
+        """Send every job's messages in SendMessageBatch calls within SQS's limits, calls concurrently.
 
-        A FIFO queue's batches go one after another (so each message group keeps its order), and
-        after a failed batch the rest of that job is not sent. Returns, per job, the indexes of its
-        messages that were not enqueued (a failed call counts all its messages).
+        Batches are packed by count and bytes (core/sqs_batches.py). A FIFO queue's batches go one after
+        another (so each message group keeps its order), and after a batch that still fails the rest of
+        that job is not sent. Entries SQS fails for a passing reason are sent again, alone, a few times;
+        the ones that succeeded are not. Returns, per job, the indexes of its messages not enqueued
+        (``failed``: worth a later try) and of those SQS refused as invalid (``dropped``: never
+        enqueueable; logged here).
         """
-        tasks: list[tuple[int, list[int]]] = []
+        tasks: list[tuple[int, list[list[int]]]] = []
         for j, (url, msgs) in enumerate(jobs):
-            starts = list(range(0, len(msgs), SQS_BATCH))
+            batches = sqs_batches.plan(sqs_batches.body_sizes(msgs))
             if url.endswith(".fifo"):
-                tasks.append((j, starts))
+                tasks.append((j, batches))
             else:
-                tasks.extend((j, [start]) for start in starts)
+                tasks.extend((j, [batch]) for batch in batches)
 
-        def run(task: tuple[int, list[int]]) -> list[int]:
+        def run(task: tuple[int, list[list[int]]]) -> SendResult:
             url, msgs = jobs[task[0]]
-            for n, start in enumerate(task[1]):
-                bad = self._send_batch(url, msgs, start)
-                if bad and len(task[1]) > 1:
-                    rest = [i for s in task[1][n + 1 :] for i in range(s, min(s + SQS_BATCH, len(msgs)))]
-                    return bad + rest
-                if bad:
-                    return bad
-            return []
+            return self._send_in_turn(url, msgs, task[1])
 
         results = [run(t) for t in tasks] if len(tasks) <= 1 else list(_SEND_POOL.map(aws.in_callers_part(run), tasks))
-        failed: list[list[int]] = [[] for _ in jobs]
-        for (j, _), bad in zip(tasks, results):
-            failed[j].extend(bad)
-        return failed
+        out = [SendResult() for _ in jobs]
+        for (j, _), result in zip(tasks, results):
+            out[j].failed.extend(result.failed)
+            out[j].dropped.extend(result.dropped)
+        return out
 
-    def _send_batch(self, url: str, messages: Sequence[Outgoing], start: int) -> list[int]:
-        entries = []
-        chunk = messages[start : start + SQS_BATCH]
-        for i, m in enumerate(chunk, start):
-            entry: dict[str, Any] = {"Id": str(i), "MessageBody": m.body}
-            if m.group_id:
-                entry["MessageGroupId"] = m.group_id
-                entry["MessageDeduplicationId"] = m.dedup_id
-            if m.delay:
-                entry["DelaySeconds"] = m.delay
-            entries.append(entry)
+    def _send_in_turn(self, url: str, msgs: Sequence[Outgoing], batches: list[list[int]]) -> SendResult:
+        result = SendResult()
+        for n, batch in enumerate(batches):
+            failed, dropped = self._send_batch(url, msgs, batch)
+            result.dropped.extend(dropped)
+            if failed:
+                result.failed.extend(failed + [i for later in batches[n + 1 :] for i in later])
+                break
+        return result
+
+    def _send_batch(self, url: str, msgs: Sequence[Outgoing], batch: list[int]) -> tuple[list[int], list[int]]:
+        """One planned batch, its passing failures sent again: (indexes failed, indexes refused)."""
+        pending, dropped = batch, []
+        for round_no in range(SEND_ROUNDS + 1):
+            outcome = self._call(url, msgs, pending)
+            dropped.extend(outcome.refused)
+            pending = outcome.retry
+            if not pending or outcome.final or round_no == SEND_ROUNDS:
+                break
+            self._sleep(SEND_BACKOFF * 2**round_no)
+        return pending, dropped
+
+    def _call(self, url: str, msgs: Sequence[Outgoing], idxs: list[int]) -> _Outcome:
+        entries = [sqs_batches.entry(str(i), msgs[i]) for i in idxs]
         try:
-            with aws_errors("SendMessageBatch"):
-                resp = self._sqs.send_message_batch(QueueUrl=url, Entries=entries)
-        except MetroError:
-            return list(range(start, start + len(chunk)))
-        return [int(f["Id"]) for f in resp.get("Failed", [])]
+            resp = self._sqs.send_message_batch(QueueUrl=url, Entries=entries)
+        except ClientError as exc:
+            return self._call_failed(url, msgs, idxs, exc)
+        except BotoCoreError as exc:
+            log.warning("SendMessageBatch to %s failed: %s", url, exc)
+            return _Outcome(retry=idxs)
+        outcome = _Outcome()
+        for failure in resp.get("Failed", []):
+            index = int(failure["Id"])
+            if failure.get("SenderFault") and not _passing(str(failure.get("Code", ""))):
+                log.error("SQS refused message %s for %s: %s %s", index, url, failure.get("Code"),
+                          failure.get("Message", ""))
+                outcome.refused.append(index)
+            else:
+                outcome.retry.append(index)
+        return outcome
+
+    def _call_failed(self, url: str, msgs: Sequence[Outgoing], idxs: list[int], exc: ClientError) -> _Outcome:
+        """A whole call failed: a refusal of content is narrowed down entry by entry, anything else retried."""
+        code = code_of(exc)
+        log.warning("SendMessageBatch to %s failed: %s", url, exc)
+        if code in _GONE:
+            return _Outcome(retry=idxs, final=True)
+        if code.rsplit(".", 1)[-1] not in _CONTENT_REFUSALS:
+            return _Outcome(retry=idxs)
+        if len(idxs) == 1:
+            log.error("SQS refused message %s for %s: %s", idxs[0], url, code)
+            return _Outcome(refused=idxs)
+        outcome = _Outcome()
+        for i in idxs:
+            single = self._call(url, msgs, [i])
+            outcome.retry.extend(single.retry)
+            outcome.refused.extend(single.refused)
+        return outcome
 
     def backlog(self, url: str) -> int:
         """Messages in the queue, waiting or leased (SQS's approximate counts); 0 if the queue is gone."""

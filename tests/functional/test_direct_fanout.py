@@ -15,6 +15,7 @@ from chalicelib.core.requests import PullRequest
 from chalicelib.delivery.fanout import FanOut
 from chalicelib.runtime import Services
 from chalicelib.store.log import entry_from_item
+from chalicelib.store.queues import SendResult
 from tests.functional.conftest import FakeClock, stream_event
 from tests.functional.test_message_path import pull, sub, topic
 
@@ -57,9 +58,9 @@ def test_publish_enqueues_for_every_subscription_and_marks_the_log_item(direct: 
 def test_a_failed_enqueue_leaves_the_request_to_the_stream(direct: Services, monkeypatch: pytest.MonkeyPatch) -> None:
     real = direct.ctx.queues.send_all
 
-    def flaky(jobs: Any) -> list[list[int]]:
+    def flaky(jobs: Any) -> list[SendResult]:
         out = real(jobs[:1])  # the first subscription gets the messages, the second's sends fail
-        return out + [list(range(len(msgs))) for _, msgs in jobs[1:]]
+        return out + [SendResult(failed=list(range(len(msgs)))) for _, msgs in jobs[1:]]
 
     monkeypatch.setattr(direct.ctx.queues, "send_all", flaky)
     ids = publish(direct, 3, {"k": "v"})
