@@ -20,7 +20,7 @@ from chalicelib.core.requests import (
     UpdateTopicRequest,
 )
 from chalicelib.core.responses import Page
-from chalicelib.service import push_config
+from chalicelib.service import push_config, quotas
 from chalicelib.service.checks import check_subscription
 from chalicelib.service.context import Context
 
@@ -33,6 +33,7 @@ class AdminService:
     # -- topics ---------------------------------------------------------------------------
     def create_topic(self, name: Name, topic: Topic) -> Topic:
         spec = topic.model_copy(update={"name": name.path, "state": None})
+        quotas.check_topic(self.ctx, name)
         return self.resources.create_topic(name, spec, self.ctx.clock()).spec
 
     def get_topic(self, name: Name) -> Topic:
@@ -77,6 +78,9 @@ class AdminService:
         push_config.validate(self.ctx, spec)
         if self.resources.get_subscription(name) is not None:
             raise AlreadyExists("Subscription already exists")
+        quotas.check_subscription(self.ctx, name, topic)
+        if spec.is_push:
+            quotas.check_push(self.ctx, name)
         now = self.ctx.clock()
         # Each incarnation gets its own queue: SQS refuses a queue name reused within 60 s of deletion.
         gen = self.ctx.ids.generation()
@@ -124,6 +128,8 @@ class AdminService:
         spec = rec.spec.model_copy(update=dict(changes))
         check_subscription(spec, self.ctx)
         push_config.validate(self.ctx, spec, rec.spec)
+        if spec.is_push and not rec.spec.is_push:
+            quotas.check_push(self.ctx, name)
         if spec.ack_deadline != rec.spec.ack_deadline:
             self.ctx.queues.set_visibility_default(rec.queue_url, spec.ack_deadline)
         new = rec.with_spec(spec)
