@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import unquote
@@ -15,6 +16,8 @@ from chalicelib.core.errors import InvalidArgument, MetroError, NotFound
 from chalicelib.core.responses import ToWire
 
 log = logging.getLogger("metro.api")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_SURROGATE_ESCAPE_BYTES = re.compile(rb"\\u[dD][89a-fA-F]")
 
 JSON: dict[str, str | list[str]] = {"Content-Type": "application/json; charset=utf-8"}
 CONTENT_TYPES = ["application/json", "application/json; charset=utf-8", "application/x-www-form-urlencoded",
@@ -58,9 +61,39 @@ def parse_body(raw: str | bytes | None) -> Any:
     if not raw or not raw.strip():
         return {}
     try:
-        return json.loads(raw, parse_float=_finite_float, parse_constant=_no_constant)
+        value = json.loads(raw, parse_float=_finite_float, parse_constant=_no_constant)
     except (ValueError, UnicodeDecodeError) as exc:
         raise InvalidArgument(f"Invalid JSON payload received. {str(exc)[:120]}") from None
+    except RecursionError:
+        raise InvalidArgument("Invalid JSON payload received. The request is nested too deeply.") from None
+    if _may_hold_surrogates(raw):
+        _refuse_lone_surrogates(value)
+    return value
+
+
+def _may_hold_surrogates(raw: str | bytes) -> bool:
+    """Only a ``\\uD800``-``\\uDFFF`` escape can put a lone surrogate into parsed JSON (UTF-8 cannot)."""
+    if isinstance(raw, str):
+        return _SURROGATE_ESCAPE.search(raw) is not None
+    return _SURROGATE_ESCAPE_BYTES.search(raw) is not None
+
+
+def _refuse_lone_surrogates(value: Any) -> None:
+    """Strings must be valid Unicode (proto3 strings are UTF-8); a lone surrogate is INVALID_ARGUMENT."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                raise InvalidArgument("Invalid JSON payload received. A string holds a lone UTF-16 surrogate "
+                                      "(not valid UTF-8).") from None
 
 
 def _finite_float(text: str) -> float:

@@ -126,7 +126,9 @@ def _ack_ids(body: dict[str, Any]) -> tuple[str, ...]:
         raise InvalidArgument("No ack ids were given (ack_ids must not be empty).")
     if not all(isinstance(a, str) for a in raw):
         raise InvalidArgument("Invalid value at 'ack_ids' (TYPE_STRING): every ack id must be a string.")
-    return tuple(raw)
+    if sum(len(a) for a in raw) > limits.MAX_ACK_REQUEST_BYTES:  # ack ids are ASCII: characters are bytes
+        raise InvalidArgument(f"Request payload size exceeds the limit: {limits.MAX_ACK_REQUEST_BYTES} bytes.")
+    return tuple(dict.fromkeys(raw))  # each message is settled once, however often its id is repeated
 
 
 def pull_request(body: Any) -> PullRequest:

@@ -32,3 +32,5 @@ RETRY_MAX_BACKOFF_DEFAULT = 600
 
 # A Lambda behind API Gateway answers with at most 6 MB; leave room for JSON and base64.
 MAX_PULL_RESPONSE_BYTES = 4 * 1000 * 1000
+# acknowledge and modifyAckDeadline: Google refuses request payloads above 512 KiB.
+MAX_ACK_REQUEST_BYTES = 524_288

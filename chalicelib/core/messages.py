@@ -102,7 +102,7 @@ def parse_publish(body: object) -> list[NewMessage]:
             raise InvalidArgument("Some messages are empty")
         if len(data) > limits.MAX_MESSAGE_BYTES:
             raise InvalidArgument(f"A message must be at most {limits.MAX_MESSAGE_BYTES} bytes.")
-        total += len(data) + sum(len(k) + len(v) for k, v in attrs.items()) + len(key)
+        total += len(data) + sum(len(k.encode()) + len(v.encode()) for k, v in attrs.items()) + len(key.encode())
         out.append(NewMessage(data, attrs, key))
     if total > limits.MAX_REQUEST_BYTES:
         raise InvalidArgument(f"A publish request must be at most {limits.MAX_REQUEST_BYTES} bytes.")

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import threading
 
 from chalicelib.config import Config
 from chalicelib.core.endpoints import validate_push_endpoint
@@ -25,6 +24,7 @@ from chalicelib.core.errors import FailedPrecondition, InvalidArgument, Permissi
 from chalicelib.core.models import Subscription
 from chalicelib.core.oidc import DEFAULT_LIFETIME, TokenSigner, generate_signing_key
 from chalicelib.core.records import SubscriptionRecord
+from chalicelib.core.ttlcache import TtlCache
 from chalicelib.service.context import Context
 from chalicelib.store.push_state import queue_arn, queue_key
 from chalicelib.store.resolver import dns_resolver, endpoint_target, strict_rules
@@ -55,8 +55,8 @@ def token_signer(config: Config) -> TokenSigner | None:
     return _signer(pem, config.public_url)
 
 
-_TOKENS: dict[tuple[str, str, str], tuple[float, str]] = {}  # (key id, email, audience) -> (issued, token)
-_LOCK = threading.Lock()
+# (key id, email, audience) -> token, reused until 5 minutes before it expires; bounded like every cache here.
+_TOKENS: TtlCache[tuple[str, str, str], str] = TtlCache(DEFAULT_LIFETIME - 300, max_items=1024)
 
 
 def service_account_allowed(config: Config, email: str) -> bool:
@@ -78,13 +78,11 @@ def push_token(config: Config, email: str, audience: str, now: float) -> str | N
         log.error("push with oidcToken but no signing key (METRO_PUSH_SIGNING_KEY): nacked")
         return None
     key = (signer.key_id, email, audience)
-    with _LOCK:
-        cached = _TOKENS.get(key)
-    if cached is not None and cached[0] <= now < cached[0] + DEFAULT_LIFETIME - 300:
-        return cached[1]
+    cached = _TOKENS.get(key, now)
+    if cached is not None:
+        return cached
     token = signer.sign(email, audience, now, lifetime=DEFAULT_LIFETIME)
-    with _LOCK:
-        _TOKENS[key] = (now, token)
+    _TOKENS.put(key, token, now)
     return token
 
 

@@ -220,3 +220,25 @@ def test_page_request(params: dict[str, str], want: PageRequest) -> None:
 @pytest.mark.parametrize("params", [{"pageSize": "x"}, {"pageSize": "-1"}, {"pageSize": "1.5"}])
 def test_page_request_refuses(params: dict[str, str]) -> None:
     refused(requests.page_request, params)
+
+
+# -- hostile input ----------------------------------------------------------------------------------
+def test_ack_ids_are_deduplicated_in_order() -> None:
+    assert requests.acknowledge_request({"ackIds": ["b", "a", "b", "a"]}).ack_ids == ("b", "a")
+
+
+def test_ack_requests_over_google_s_payload_limit_are_refused() -> None:
+    ids = ["x" * 500] * 1100  # 550,000 bytes of ids
+    with pytest.raises(InvalidArgument, match="524288"):
+        requests.acknowledge_request({"ackIds": ids})
+    with pytest.raises(InvalidArgument, match="524288"):
+        requests.modify_ack_deadline_request({"ackIds": ids, "ackDeadlineSeconds": 10})
+    assert len(requests.acknowledge_request({"ackIds": ids[:1000]}).ack_ids) == 1  # 500,000 bytes pass
+
+
+def test_the_publish_total_is_counted_in_bytes() -> None:
+    value = "é" * 512  # 512 characters, 1,024 bytes
+    message = {"data": "eA==", "attributes": {f"k{i}": value for i in range(100)}}
+    count = limits.MAX_REQUEST_BYTES // (100 * 1024) + 1  # characters would stay under the limit, bytes do not
+    with pytest.raises(InvalidArgument, match="at most"):
+        requests.publish_request({"messages": [message] * count})
