@@ -244,8 +244,8 @@ def refusal_reason(address: Address, *, deployed: bool) -> str | None:
 
 
 def _allowed(host: str, address: Address, allow_list: Sequence[str]) -> bool:
-    for entry in allow_list:
-        entry = entry.strip().lower()
+    for raw in allow_list:
+        entry = raw.strip().lower()
         if not entry:
             continue
         try:

@@ -75,16 +75,22 @@ class Or:
 Expr: TypeAlias = Exists | Equals | NotEquals | HasPrefix | Not | And | Or
 
 
+def _test(expr: Exists | Equals | NotEquals | HasPrefix, attributes: Mapping[str, str]) -> bool:
+    """One attribute test: a leaf of the expression tree."""
+    value = attributes.get(expr.key)
+    if isinstance(expr, Exists):
+        return value is not None
+    if isinstance(expr, Equals):
+        return value == expr.value
+    if isinstance(expr, NotEquals):
+        return value != expr.value
+    return value is not None and value.startswith(expr.prefix)
+
+
 def evaluate(expr: Expr, attributes: Mapping[str, str]) -> bool:
     """Whether a message with these attributes satisfies the expression."""
-    if isinstance(expr, Exists):
-        return expr.key in attributes
-    if isinstance(expr, Equals):
-        return expr.key in attributes and attributes[expr.key] == expr.value
-    if isinstance(expr, NotEquals):
-        return expr.key not in attributes or attributes[expr.key] != expr.value
-    if isinstance(expr, HasPrefix):
-        return expr.key in attributes and attributes[expr.key].startswith(expr.prefix)
+    if isinstance(expr, Exists | Equals | NotEquals | HasPrefix):
+        return _test(expr, attributes)
     if isinstance(expr, Not):
         return not evaluate(expr.operand, attributes)
     if isinstance(expr, And):

@@ -40,7 +40,7 @@ def nack_delay(rec: SubscriptionRecord, attempt: int) -> int:
         else DEFAULT_MINIMUM_BACKOFF
     high = parse_duration(policy.maximum_backoff, "maximum_backoff") if policy.maximum_backoff \
         else DEFAULT_MAXIMUM_BACKOFF
-    return int(round(retry_delay(max(attempt, 1), low, max(low, high))))
+    return round(retry_delay(max(attempt, 1), low, max(low, high)))
 
 
 def expiry_visibility(rec: SubscriptionRecord, deadline: int, attempt: int) -> int:

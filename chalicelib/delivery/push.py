@@ -191,14 +191,16 @@ def _worth_saving(before: ThrottleState, after: ThrottleState) -> bool:
     return not (quiet(before) and quiet(after) and before.window >= 10)
 
 
-_CURRENT: tuple[Context, PushDelivery] | None = None
-_CURRENT_LOCK = threading.Lock()
+class _Warm:
+    """The push handler this process keeps warm (connection pools, caches, threads) and the context it serves."""
+
+    lock = threading.Lock()
+    held: tuple[Context, PushDelivery] | None = None
 
 
 def push_delivery(ctx: Context) -> PushDelivery:
-    """The handler of this process for ``ctx`` (kept warm: connection pools, caches, threads)."""
-    global _CURRENT
-    with _CURRENT_LOCK:
-        if _CURRENT is None or _CURRENT[0] is not ctx:
-            _CURRENT = (ctx, PushDelivery(ctx))
-        return _CURRENT[1]
+    """The handler of this process for ``ctx``: one per context, built on first use."""
+    with _Warm.lock:
+        if _Warm.held is None or _Warm.held[0] is not ctx:
+            _Warm.held = (ctx, PushDelivery(ctx))
+        return _Warm.held[1]

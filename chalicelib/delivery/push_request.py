@@ -15,10 +15,10 @@ from typing import Any
 from chalicelib import config
 from chalicelib.core import envelope
 from chalicelib.core.errors import InvalidArgument
+from chalicelib.core.policy import max_attempts
 from chalicelib.core.records import SubscriptionRecord
 from chalicelib.core.timefmt import format_timestamp, parse_timestamp
 from chalicelib.delivery import net
-from chalicelib.service.deadletter import max_attempts
 from chalicelib.store.resolver import endpoint_target
 
 log = logging.getLogger(__name__)
@@ -54,7 +54,7 @@ def http_post(url: str, body: bytes, headers: dict[str, str], timeout: float) ->
         return net.post(target, body, headers, deadline)
     except InvalidArgument as err:
         log.warning("not pushing: %s", err.message)
-    except Exception as exc:  # noqa: BLE001 - whatever one request raises, only its message is nacked
+    except Exception as exc:  # whatever one request raises, only its message is nacked
         log.info("push to %s failed: %s", url, exc.__class__.__name__)
     return None
 

@@ -19,21 +19,17 @@ fast moto does it. ``METRO_MOTO_SPEEDUP=0`` turns them off for ``make run``.
 from __future__ import annotations
 
 import datetime
+import functools
 import logging
 import time
 from typing import Any
 
-_applied = False
 
-
+@functools.cache
 def speed_up_moto() -> bool:
-    """Apply both patches in this process (idempotent); returns whether they are in place."""
-    global _applied
-    if _applied:
-        return True
+    """Apply both patches in this process (once: later calls return at once); returns whether they are in place."""
     _patch_sqs_clock()
     _cache_module_list()
-    _applied = True
     return True
 
 

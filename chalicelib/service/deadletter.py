@@ -27,7 +27,6 @@ from chalicelib.core import names
 from chalicelib.core.envelope import Envelope
 from chalicelib.core.errors import NotFound
 from chalicelib.core.messages import NewMessage
-from chalicelib.core.policy import max_attempts as max_attempts  # re-exported for delivery/push_request.py
 from chalicelib.core.policy import tracks_attempts
 from chalicelib.core.records import SubscriptionRecord
 from chalicelib.service.context import Context

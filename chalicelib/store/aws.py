@@ -112,14 +112,18 @@ class RequestCounter:
             self._tallies.clear()
 
 
-_counter: RequestCounter | None = None
+class _Installed:
+    """The process-wide request counter (None: counting is off)."""
+
+    counter: RequestCounter | None = None
+
+
 _local = threading.local()
 
 
 def count_requests(counter: RequestCounter | None) -> None:
     """Install (or, with None, remove) the process-wide request counter."""
-    global _counter
-    _counter = counter
+    _Installed.counter = counter
 
 
 def current_part() -> str:
@@ -164,13 +168,13 @@ def _elapsed(context: dict[str, Any]) -> float:
 
 
 def _on_params(params: Mapping[str, Any], context: dict[str, Any], **_: Any) -> None:
-    if _counter is not None:
+    if _Installed.counter is not None:
         context[_PARAMS] = params
         context[_STARTED] = time.perf_counter()
 
 
 def _on_send(event_name: str, **_: Any) -> None:
-    counter = _counter
+    counter = _Installed.counter
     if counter is not None:
         counter.attempt(*_names(event_name))
     # returning None lets botocore send the request
@@ -178,14 +182,14 @@ def _on_send(event_name: str, **_: Any) -> None:
 
 def _on_after_call(event_name: str, http_response: Any, parsed: Mapping[str, Any], context: dict[str, Any],
                    **_: Any) -> None:
-    counter = _counter
+    counter = _Installed.counter
     if counter is not None:
         status = getattr(http_response, "status_code", 200)
         counter.call(*_names(event_name), context.get(_PARAMS, {}), parsed or {}, status >= 300, _elapsed(context))
 
 
 def _on_call_error(event_name: str, context: dict[str, Any], **_: Any) -> None:
-    counter = _counter
+    counter = _Installed.counter
     if counter is not None:
         counter.call(*_names(event_name), context.get(_PARAMS, {}), {}, True, _elapsed(context))
 

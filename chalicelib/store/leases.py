@@ -24,7 +24,7 @@ class ExactLeases:
     """
 
     def __init__(self, config: Config) -> None:
-        self._ddb = aws.client("dynamodb", config)
+        self._ddb = aws.dynamodb(config)
         self._table = config.leases_table
 
     def _update(self, sub: str, mid: str, expr: str, cond: str, values: dict[str, Any]) -> dict[str, Any] | None:
@@ -78,7 +78,7 @@ class SkipStore:
     """
 
     def __init__(self, config: Config) -> None:
-        self._ddb = aws.client("dynamodb", config)
+        self._ddb = aws.dynamodb(config)
         self._table = config.leases_table
 
     @staticmethod

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -23,6 +23,15 @@ from chalicelib.core.errors import NotFound
 from chalicelib.core.sqs_batches import Outgoing
 from chalicelib.store import aws
 from chalicelib.store.errors import aws_errors, code_of
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
+    from mypy_boto3_sqs.literals import QueueAttributeNameType
+    from mypy_boto3_sqs.type_defs import (
+        ChangeMessageVisibilityBatchRequestEntryTypeDef,
+        DeleteMessageBatchRequestEntryTypeDef,
+        SendMessageBatchRequestEntryTypeDef,
+    )
 
 __all__ = ["Outgoing", "QueueStore", "Received", "SendResult", "queue_name"]
 
@@ -36,7 +45,7 @@ _CONTENT_REFUSALS = {"InvalidParameterValue", "InvalidMessageContents", "BatchRe
 SQS_BATCH = 10
 SEND_ROUNDS = 4  # entries that failed for a passing reason are sent again this often, 50 ms doubling
 SEND_BACKOFF = 0.05
-_BACKLOG = ("ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible")
+_BACKLOG: tuple[QueueAttributeNameType, ...] = ("ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible")
 SQS_MAX_WAIT = 20
 SQS_MIN_RETENTION = 60
 SQS_MAX_RETENTION = 14 * 24 * 3600
@@ -90,13 +99,14 @@ def queue_name(prefix: str, subscription: str, gen: int, fifo: bool) -> str:
 
 
 class QueueStore:
-    def __init__(self, config: Config, client: Any = None, sleep: Callable[[float], None] = time.sleep) -> None:
-        self._sqs = client if client is not None else aws.client("sqs", config)
+    def __init__(self, config: Config, client: SQSClient | None = None,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        self._sqs = client if client is not None else aws.sqs(config)
         self._prefix = config.queue_prefix
         self._sleep = sleep
 
     def create(self, subscription: str, gen: int, fifo: bool, visibility: int, retention: float) -> str:
-        attrs = {
+        attrs: dict[QueueAttributeNameType, str] = {
             "VisibilityTimeout": str(visibility),
             "MessageRetentionPeriod": str(int(min(max(retention, SQS_MIN_RETENTION), SQS_MAX_RETENTION))),
             "ReceiveMessageWaitTimeSeconds": "0",
@@ -175,7 +185,7 @@ class QueueStore:
         return pending, dropped
 
     def _call(self, url: str, msgs: Sequence[Outgoing], idxs: list[int]) -> _Outcome:
-        entries = [sqs_batches.entry(str(i), msgs[i]) for i in idxs]
+        entries = cast("list[SendMessageBatchRequestEntryTypeDef]", [sqs_batches.entry(str(i), msgs[i]) for i in idxs])
         try:
             resp = self._sqs.send_message_batch(QueueUrl=url, Entries=entries)
         except ClientError as exc:
@@ -219,7 +229,7 @@ class QueueStore:
                 attrs = self._sqs.get_queue_attributes(QueueUrl=url, AttributeNames=list(_BACKLOG))["Attributes"]
         except ClientError:
             return 0
-        return sum(int(attrs.get(name, 0)) for name in _BACKLOG)
+        return sum(int(attrs.get(name, "0")) for name in _BACKLOG)
 
     def receive(self, url: str, max_messages: int, wait: int, visibility: int) -> list[Received]:
         with _queue_errors("ReceiveMessage"):
@@ -244,7 +254,7 @@ class QueueStore:
         """Delete messages by receipt handle; return the indexes that failed."""
         failed: list[int] = []
         for start in range(0, len(receipts), SQS_BATCH):
-            entries = [{"Id": str(i), "ReceiptHandle": r}
+            entries: list[DeleteMessageBatchRequestEntryTypeDef] = [{"Id": str(i), "ReceiptHandle": r}
                        for i, r in enumerate(receipts[start : start + SQS_BATCH], start)]
             with _queue_errors("DeleteMessageBatch"):
                 resp = self._sqs.delete_message_batch(QueueUrl=url, Entries=entries)
@@ -255,7 +265,8 @@ class QueueStore:
         """Set the visibility timeout of messages by receipt handle; return the indexes that failed."""
         failed: list[int] = []
         for start in range(0, len(changes), SQS_BATCH):
-            entries = [{"Id": str(i), "ReceiptHandle": r, "VisibilityTimeout": t}
+            entries: list[ChangeMessageVisibilityBatchRequestEntryTypeDef] = [
+                {"Id": str(i), "ReceiptHandle": r, "VisibilityTimeout": t}
                        for i, (r, t) in enumerate(changes[start : start + SQS_BATCH], start)]
             with _queue_errors("ChangeMessageVisibilityBatch"):
                 resp = self._sqs.change_message_visibility_batch(QueueUrl=url, Entries=entries)
