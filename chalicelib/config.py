@@ -91,7 +91,7 @@ class LocalConfig:
     port: int = field(default_factory=lambda: int(_env("METRO_PORT", "8085")))
     emulator_port: int = field(default_factory=lambda: int(_env("METRO_EMULATOR_PORT", "4566")))
     pump_interval: float = field(default_factory=lambda: float(_env("METRO_PUMP_INTERVAL", "0.02")))
-    # push delivery (issue 4): how often the push pump re-reads the list of push subscriptions.
+    # How often the local push pump re-reads the list of push subscriptions.
     push_refresh: float = field(default_factory=lambda: float(_env("METRO_PUSH_REFRESH_SECONDS", "1.0")))
     # Patch the in-process moto server's SQS clock (chalicelib/local/moto_speedups.py): same behaviour, faster.
     moto_speedup: bool = field(default_factory=lambda: _env("METRO_MOTO_SPEEDUP", "1") not in ("0", "false"))

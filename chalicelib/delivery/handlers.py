@@ -6,7 +6,7 @@ from typing import Any
 
 from chalicelib.delivery.fanout import FanOut
 from chalicelib.delivery.maintenance import expire_idle_subscriptions
-from chalicelib.delivery.push import push_delivery  # push delivery (issue 4)
+from chalicelib.delivery.push import push_delivery
 from chalicelib.runtime import services
 
 
@@ -18,6 +18,6 @@ def fanout(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     return FanOut(services().ctx).handle(event, context)
 
 
-# push delivery (issue 4): an SQS batch of one push subscription's queue (event source mapping or local pump)
+# An SQS batch of one push subscription's queue (event source mapping or local pump)
 def push(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     return push_delivery(services().ctx).handle(event, context)
