@@ -22,7 +22,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make the project root importable
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from chalicelib.local.probe import listening  # noqa: E402
+from chalicelib.local.probe import listening
 
 JOBS = ("compact", "retention", "metrics", "replay")
 ROOT = Path(__file__).resolve().parent.parent
