@@ -75,7 +75,7 @@ spark: $(DEV_STAMP) ## The PySpark jobs on local[2]; needs Java 17 (-m spark)
 
 check: lint ## The quick loop: ruff, mypy, unit and functional tests (well under a minute on 2 idle CPUs)
 	@echo "==> unit and functional tests"
-	$(PYTEST) -q -m "unit or functional"
+	$(PYTEST) -q -n 2 -m "unit or functional"
 
 test: lint ## Everything CI runs: ruff, mypy, then every tier on two workers (about 5 minutes)
 	@echo "==> every test tier (unit, functional, e2e, compat, spark) on two workers"
