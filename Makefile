@@ -1,73 +1,111 @@
-# Metro: `make run` starts the embedded stack, `make test` runs lint, types and every test.
+# Metro. `make help` lists the targets; `make run` starts the embedded stack, `make test` runs everything.
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+RUN_STAMP := $(VENV)/.installed-run
+DEV_STAMP := $(VENV)/.installed-dev
+PYTEST := $(BIN)/pytest
+ARGS ?=
+RECORD ?=
 
-.PHONY: install run run-aws test lint unit functional e2e compat spark bench bench-quick bench-spark \
-        compact retention metrics replay deploy clean
+.DEFAULT_GOAL := help
+.PHONY: help install install-run run run-aws check test lint ruff mypy unit functional e2e compat spark \
+        bench bench-quick bench-spark compact retention metrics replay deploy clean
 
-install: $(STAMP)
+help: ## List the targets (this text)
+	@echo "Metro: a Google Pub/Sub REST v1 compatible service on AWS. Targets:"
+	@awk 'BEGIN {FS = ":[^#]*## "} /^[a-z][a-z0-9 -]*:.*## / {printf "  make %-26s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@echo "Settings: METRO_PORT (API, default 8085), METRO_EMULATOR_PORT (AWS emulator, 4566), PY (python3)."
 
-$(STAMP): requirements.txt requirements-dev.txt
-	test -x $(BIN)/python || $(PY) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -r requirements-dev.txt
-	touch $(STAMP)
+# --- installation: two stamps, so that `make run` installs only what running needs --------------------------------
+$(BIN)/python:
+	@$(PY) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
+	  { echo "Metro needs Python >= 3.11; $(PY) is $$($(PY) -V 2>&1). Try: make PY=python3.11 ..."; exit 1; }
+	@echo "==> creating $(VENV) with $$($(PY) -V)"
+	$(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install --disable-pip-version-check -q --upgrade pip
 
-run: install
+$(RUN_STAMP): requirements.txt requirements-run.txt | $(BIN)/python
+	@echo "==> installing what running needs (requirements-run.txt: moto server, boto3, chalice, pydantic, ..."
+	@echo "    82 packages, 57 MB to download, 350 MB installed: a minute or two on a quiet machine)"
+	$(BIN)/python -m pip install --disable-pip-version-check -r requirements-run.txt
+	@touch $@
+
+$(DEV_STAMP): $(RUN_STAMP) requirements-dev.txt
+	@echo "==> installing test, lint, type, Spark and benchmark tooling (requirements-dev.txt: pyspark, pyarrow,"
+	@echo "    google-cloud-pubsub, mypy, ruff, matplotlib, ...: 1.5 GB in .venv in all; a few minutes)"
+	$(BIN)/python -m pip install --disable-pip-version-check -r requirements-dev.txt
+	@touch $@
+
+install-run: $(RUN_STAMP) ## Install what `make run` needs into .venv
+install: $(DEV_STAMP) ## Install everything (run, tests, lint, Spark, benchmarks) into .venv
+
+# --- running -----------------------------------------------------------------------------------------------------
+run: $(RUN_STAMP) ## Start the AWS emulator, the API on 127.0.0.1:$METRO_PORT (8085) and the trigger pumps
 	$(BIN)/python -m chalicelib.local
 
-run-aws: install
+run-aws: $(RUN_STAMP) ## The API and pumps against real AWS (credentials from the environment)
 	$(BIN)/python -m chalicelib.local --aws
 
-lint: install
+# --- checks and tests: tiers are pytest markers (tests/conftest.py marks each test by its directory) --------------
+ruff: $(DEV_STAMP) ## Lint (ruff over the whole repository)
+	@echo "==> ruff"
 	$(BIN)/ruff check .
-	$(BIN)/mypy app.py chalicelib
 
-unit: install
-	$(BIN)/pytest -q tests/unit
+mypy: $(DEV_STAMP) ## Type-check app.py, chalicelib/, spark_emr/ and bench/ (mypy --strict)
+	@echo "==> mypy"
+	$(BIN)/mypy app.py chalicelib spark_emr bench
 
-functional: install
-	$(BIN)/pytest -q tests/functional
+lint: ruff mypy ## ruff and mypy
 
-e2e: install
-	$(BIN)/pytest -q tests/e2e
+unit: $(DEV_STAMP) ## Unit tests: pure core, no AWS (-m unit)
+	$(PYTEST) -q -m unit
 
-compat: install
-	$(BIN)/pytest -q tests/compat
+functional: $(DEV_STAMP) ## Functional tests: handlers and stores on in-process moto (-m functional)
+	$(PYTEST) -q -m functional
 
-spark: install
-	$(BIN)/pytest -q tests/spark
+e2e: $(DEV_STAMP) ## End-to-end tests: the real stack as a subprocess, Google's clients (-m e2e)
+	$(PYTEST) -q -m e2e
 
-test: lint
-	$(BIN)/pytest -q -n 2 --dist loadfile
+compat: $(DEV_STAMP) ## Side by side with Google's Pub/Sub emulator; skipped without gcloud (-m compat)
+	$(PYTEST) -q -m compat
 
-bench: install
-	$(BIN)/python -m bench.run
+spark: $(DEV_STAMP) ## The PySpark jobs on local[2]; needs Java 17 (-m spark)
+	$(PYTEST) -q -m spark
 
-bench-quick: install
-	$(BIN)/python -m bench.run --quick
+check: lint ## The quick loop: ruff, mypy, unit and functional tests (well under a minute on 2 idle CPUs)
+	@echo "==> unit and functional tests"
+	$(PYTEST) -q -n 2 -m "unit or functional"
 
-# The Spark jobs (spark_emr/) with spark-submit --master local[2] against the stack of `make run`
-# (its AWS emulator on 127.0.0.1:4566, or AWS_ENDPOINT_URL). ARGS go to the job, e.g.
+test: lint ## Everything CI runs: ruff, mypy, then every tier on two workers (about 5 minutes)
+	@echo "==> every test tier (unit, functional, e2e, compat, spark) on two workers"
+	$(PYTEST) -q -n 2 --dist loadfile
+
+# --- benchmarks: they write under bench/out/ (untracked); RECORD=1 writes the tracked figures -------------------
+bench: $(DEV_STAMP) ## Benchmark scenarios on the embedded stack -> bench/out/ (RECORD=1: bench/results.json, chart)
+	$(BIN)/python -m bench.run $(if $(RECORD),--record) $(ARGS)
+
+bench-quick: $(DEV_STAMP) ## A few hundred messages per scenario (CI) -> bench/out/results-quick.json
+	$(BIN)/python -m bench.run --quick $(ARGS)
+
+bench-spark: $(DEV_STAMP) ## Compaction of 100,000 messages, own emulator -> bench/out/ (RECORD=1: tracked file)
+	$(BIN)/python -m spark_emr.bench $(if $(RECORD),--record) $(ARGS)
+
+# --- the Spark jobs (spark_emr/) with spark-submit --master local[2] against the stack of `make run` ------------
+# (its emulator on 127.0.0.1:$METRO_EMULATOR_PORT, or AWS_ENDPOINT_URL). ARGS go to the job, e.g.
 #   make compact ARGS="--min-age-seconds 0"      make retention ARGS="--retention-seconds 86400 --dry-run"
-#   make replay SUBSCRIPTION=projects/p/subscriptions/s START=2026-11-22T00:00:00Z END=2026-11-22T06:00:00Z
-ARGS ?=
-compact retention metrics: install
+#   make replay SUBSCRIPTION=projects/p/subscriptions/s START=$(date -u -d '-1 hour' +%FT%TZ) END=$(date -u +%FT%TZ)
+compact retention metrics: $(DEV_STAMP) ## Spark jobs on the data of `make run` (ARGS="..." go to the job)
 	$(BIN)/python -m spark_emr.submit $@ $(ARGS)
 
-replay: install
+replay: $(DEV_STAMP) ## Re-enqueue SUBSCRIPTION's messages published between START and END (RFC 3339)
 	@test -n "$(SUBSCRIPTION)" -a -n "$(START)" -a -n "$(END)" || \
-	  { echo "usage: make replay SUBSCRIPTION=projects/p/subscriptions/s START=<RFC 3339> END=<RFC 3339> [ARGS=...]"; exit 2; }
+	  { echo "usage: make replay SUBSCRIPTION=projects/p/subscriptions/s START=<RFC 3339> END=<RFC 3339> [ARGS=...]"; \
+	    echo "  e.g. START=\$$(date -u -d '-1 hour' +%FT%TZ) END=\$$(date -u -d '+1 minute' +%FT%TZ)"; exit 2; }
 	$(BIN)/python -m spark_emr.submit replay --subscription $(SUBSCRIPTION) --start $(START) --end $(END) $(ARGS)
 
-# Compaction throughput on local[2] for 100,000 messages of 1 KiB (its own moto server; no stack needed).
-bench-spark: install
-	$(BIN)/python -m spark_emr.bench $(ARGS)
-
-deploy: install
+deploy: $(DEV_STAMP) ## Deploy to AWS (infra/deploy.sh: CloudFormation, then chalice deploy)
 	./infra/deploy.sh
 
-clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+clean: ## Remove .venv, caches and bench/out/
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache bench/out

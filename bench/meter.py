@@ -17,7 +17,7 @@ Installed as the meter of :class:`chalicelib.store.aws.RequestCounter`. Units (a
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 KIB = 1024
@@ -31,27 +31,24 @@ def _number_size(text: str) -> int:
     return (len(digits) + 1) // 2 + 1
 
 
+_VALUE_SIZES: dict[str, Callable[[Any], int]] = {
+    "S": lambda v: len(str(v).encode()),
+    "N": lambda v: _number_size(str(v)),
+    "B": len,
+    "BOOL": lambda _v: 1,
+    "NULL": lambda _v: 1,
+    "SS": lambda v: sum(len(s.encode()) for s in v),
+    "NS": lambda v: sum(_number_size(n) for n in v),
+    "BS": lambda v: sum(len(b) for b in v),
+    "L": lambda v: 3 + sum(value_size(x) + 1 for x in v),
+    "M": lambda v: 3 + sum(len(k.encode()) + value_size(x) + 1 for k, x in v.items()),
+}
+
+
 def value_size(value: Mapping[str, Any]) -> int:
     (kind, v), = value.items()
-    if kind == "S":
-        return len(str(v).encode())
-    if kind == "N":
-        return _number_size(str(v))
-    if kind == "B":
-        return len(v)
-    if kind in ("BOOL", "NULL"):
-        return 1
-    if kind == "SS":
-        return sum(len(s.encode()) for s in v)
-    if kind == "NS":
-        return sum(_number_size(n) for n in v)
-    if kind == "BS":
-        return sum(len(b) for b in v)
-    if kind == "L":
-        return 3 + sum(value_size(x) + 1 for x in v)
-    if kind == "M":
-        return 3 + sum(len(k.encode()) + value_size(x) + 1 for k, x in v.items())
-    return 0
+    size = _VALUE_SIZES.get(kind)
+    return size(v) if size else 0
 
 
 def item_size(item: Mapping[str, Any]) -> int:
@@ -75,48 +72,72 @@ def _estimated_item(params: Mapping[str, Any]) -> int:
     return size
 
 
-def dynamodb(operation: str, params: Mapping[str, Any], parsed: Mapping[str, Any]) -> dict[str, float]:
-    consistent = bool(params.get("ConsistentRead", False))
-    if operation == "PutItem":
-        size = item_size(params.get("Item", {}))
-        return {"wu": _wu(size), "item_bytes_written": float(size)}
-    if operation in ("UpdateItem", "DeleteItem"):
-        size = _estimated_item(params)
-        return {"wu": _wu(size), "item_bytes_written": float(size)}
-    if operation == "BatchWriteItem":
-        wu = written = 0.0
-        for requests in params.get("RequestItems", {}).values():
-            for r in requests:
-                size = item_size(r["PutRequest"]["Item"]) if "PutRequest" in r else item_size(r["DeleteRequest"]["Key"])
-                wu += _wu(size)
-                written += size
-        return {"wu": wu, "item_bytes_written": written}
-    if operation == "TransactWriteItems":
-        wu = written = 0.0
-        for op in params.get("TransactItems", []):
-            (kind, body), = op.items()
-            size = item_size(body["Item"]) if kind == "Put" else _estimated_item(body)
-            wu += 2 * _wu(size)
+def _put(params: Mapping[str, Any], _parsed: Mapping[str, Any]) -> dict[str, float]:
+    size = item_size(params.get("Item", {}))
+    return {"wu": _wu(size), "item_bytes_written": float(size)}
+
+
+def _update(params: Mapping[str, Any], _parsed: Mapping[str, Any]) -> dict[str, float]:
+    size = _estimated_item(params)
+    return {"wu": _wu(size), "item_bytes_written": float(size)}
+
+
+def _batch_write(params: Mapping[str, Any], _parsed: Mapping[str, Any]) -> dict[str, float]:
+    wu = written = 0.0
+    for requests in params.get("RequestItems", {}).values():
+        for r in requests:
+            size = item_size(r["PutRequest"]["Item"]) if "PutRequest" in r else item_size(r["DeleteRequest"]["Key"])
+            wu += _wu(size)
             written += size
-        return {"wu": wu, "item_bytes_written": written}
-    if operation == "GetItem":
-        size = item_size(parsed.get("Item", {}))
-        return {"ru": _ru(size, consistent), "item_bytes_read": float(size)}
-    if operation in ("Query", "Scan"):
-        size = sum(item_size(i) for i in parsed.get("Items", []))
-        return {"ru": _ru(size, consistent), "item_bytes_read": float(size)}
-    if operation == "BatchGetItem":
-        ru = read = 0.0
-        for table, items in parsed.get("Responses", {}).items():
-            strong = bool(params.get("RequestItems", {}).get(table, {}).get("ConsistentRead", False))
-            for i in items:
-                ru += _ru(item_size(i), strong)
-                read += item_size(i)
-        return {"ru": ru, "item_bytes_read": read}
-    if operation == "TransactGetItems":
-        sizes = [item_size(r.get("Item", {})) for r in parsed.get("Responses", [])]
-        return {"ru": sum(2 * _ru(s, True) for s in sizes), "item_bytes_read": float(sum(sizes))}
-    return {}  # control plane (DescribeTable, CreateTable, ...): not billed per request
+    return {"wu": wu, "item_bytes_written": written}
+
+
+def _transact_write(params: Mapping[str, Any], _parsed: Mapping[str, Any]) -> dict[str, float]:
+    wu = written = 0.0
+    for op in params.get("TransactItems", []):
+        (kind, body), = op.items()
+        size = item_size(body["Item"]) if kind == "Put" else _estimated_item(body)
+        wu += 2 * _wu(size)
+        written += size
+    return {"wu": wu, "item_bytes_written": written}
+
+
+def _get(params: Mapping[str, Any], parsed: Mapping[str, Any]) -> dict[str, float]:
+    size = item_size(parsed.get("Item", {}))
+    return {"ru": _ru(size, bool(params.get("ConsistentRead", False))), "item_bytes_read": float(size)}
+
+
+def _query(params: Mapping[str, Any], parsed: Mapping[str, Any]) -> dict[str, float]:
+    size = sum(item_size(i) for i in parsed.get("Items", []))
+    return {"ru": _ru(size, bool(params.get("ConsistentRead", False))), "item_bytes_read": float(size)}
+
+
+def _batch_get(params: Mapping[str, Any], parsed: Mapping[str, Any]) -> dict[str, float]:
+    ru = read = 0.0
+    for table, items in parsed.get("Responses", {}).items():
+        strong = bool(params.get("RequestItems", {}).get(table, {}).get("ConsistentRead", False))
+        for i in items:
+            ru += _ru(item_size(i), strong)
+            read += item_size(i)
+    return {"ru": ru, "item_bytes_read": read}
+
+
+def _transact_get(_params: Mapping[str, Any], parsed: Mapping[str, Any]) -> dict[str, float]:
+    sizes = [item_size(r.get("Item", {})) for r in parsed.get("Responses", [])]
+    return {"ru": sum(2 * _ru(s, True) for s in sizes), "item_bytes_read": float(sum(sizes))}
+
+
+_DYNAMODB_UNITS: dict[str, Callable[[Mapping[str, Any], Mapping[str, Any]], dict[str, float]]] = {
+    "PutItem": _put, "UpdateItem": _update, "DeleteItem": _update, "BatchWriteItem": _batch_write,
+    "TransactWriteItems": _transact_write, "GetItem": _get, "Query": _query, "Scan": _query,
+    "BatchGetItem": _batch_get, "TransactGetItems": _transact_get,
+}
+
+
+def dynamodb(operation: str, params: Mapping[str, Any], parsed: Mapping[str, Any]) -> dict[str, float]:
+    units = _DYNAMODB_UNITS.get(operation)
+    # control plane (DescribeTable, CreateTable, ...): not billed per request
+    return units(params, parsed) if units else {}
 
 
 # -- SQS -----------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """The cost model: AWS list prices (with their date) applied to the requests the benchmark counted.
 
-Prices are us-east-1 list prices as DESIGN.md section 4 gives them (late 2026); free tiers are ignored.
+Prices are us-east-1 list prices of late 2026 (docs/decisions/cost-model.md lists them); free tiers are ignored.
 What is priced, per scenario window:
 
 - API Gateway REST: one request per HTTP call the clients made (publish, pull, acknowledge).
@@ -36,7 +36,7 @@ from chalicelib.store.aws import Key, Tally
 
 PRICES_AS_OF = "2026-11 (late 2026)"
 REGION = "us-east-1"
-SOURCE = "DESIGN.md section 4 (AWS list prices); cloud.google.com/pubsub/pricing (Google)"
+SOURCE = "aws.amazon.com pricing pages, us-east-1 list prices (AWS); cloud.google.com/pubsub/pricing (Google)"
 LAMBDA_MEMORY_GB = 0.5
 GOOGLE_MESSAGE_ID_BYTES = 16
 GOOGLE_TIMESTAMP_BYTES = 20

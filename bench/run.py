@@ -7,9 +7,10 @@ Scenarios (``--quick``: a few hundred messages each, for CI):
   A-order, A-exact, A-push  3,000 messages of A on one subscription with enableMessageOrdering (8 keys,
      FIFO queue), with enableExactlyOnceDelivery, and pushing to a local webhook: compared with A
 and, on the same emulator in the same run, the baselines they are compared with: raw SQS (1 KiB and
-64 KiB) and SNS -> 3 SQS queues. Writes bench/results.json and bench/chart.png (quick runs:
-bench/results-quick.json and bench/chart-quick.png); exits 1 when a scenario did not complete, and
-with ``--check`` also when a target is missed.
+64 KiB) and SNS -> 3 SQS queues. Writes bench/out/results.json and bench/out/chart.png (quick runs:
+bench/out/results-quick.json and bench/out/chart-quick.png; bench/out/ is not tracked); ``--record``
+writes the tracked figures, bench/results.json and bench/chart.png, instead. Exits 1 when a scenario did
+not complete, and with ``--check`` also when a target is missed.
 """
 
 from __future__ import annotations
@@ -21,18 +22,20 @@ import os
 import platform
 import sys
 import time
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from bench import chart, experiments, pricing, report, scenarios
 from bench.stack import BenchStack
 
 HERE = Path(__file__).resolve().parent
+OUT = HERE / "out"  # untracked: where runs write unless --record
 cli = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
 
 
@@ -52,7 +55,7 @@ def machine() -> dict[str, Any]:
                 mem_gib = round(int(line.split()[1]) / 1024**2, 1)
     except OSError:
         pass
-    versions = {}
+    versions: dict[str, str | None] = {}
     for pkg in ("moto", "boto3", "botocore", "chalice", "requests"):
         try:
             versions[pkg] = metadata.version(pkg)
@@ -62,10 +65,29 @@ def machine() -> dict[str, Any]:
             "cpus": os.cpu_count(), "memory_gib": mem_gib, "packages": versions}
 
 
+def progress_of(progress: Progress, task: TaskID) -> Callable[[int], None]:
+    """A callback that moves ``task``'s bar to the number of messages done."""
+
+    def advance(done: int) -> None:
+        progress.update(task, completed=done)
+
+    return advance
+
+
+def output_paths(quick: bool, record: bool, out: Path | None, chart_path: Path | None) -> tuple[Path, Path]:
+    """Where a run writes its JSON and chart: the tracked figures only when asked to record them."""
+    if out is None:
+        out = HERE / "results.json" if record else OUT / ("results-quick.json" if quick else "results.json")
+    if chart_path is None:
+        chart_path = out.parent / (out.stem.replace("results", "chart", 1) + ".png")
+    return out, chart_path
+
+
 @cli.command()
 def main(
     quick: bool = typer.Option(False, "--quick", help="A few hundred messages per scenario (CI; < 60 s)."),
-    out: Path | None = typer.Option(None, "--out", help="results JSON (default bench/results.json)."),
+    out: Path | None = typer.Option(None, "--out", help="results JSON (default bench/out/results[-quick].json)."),
+    record: bool = typer.Option(False, "--record", help="Write the tracked bench/results.json and bench/chart.png."),
     chart_path: Path | None = typer.Option(None, "--chart", help="chart PNG (default: next to the JSON)."),
     only: str = typer.Option("", help="Comma-separated runs to do, e.g. 'A,sqs-1k' (default: all)."),
     publishers: int = typer.Option(4, help="Publisher threads."),
@@ -88,10 +110,7 @@ def main(
     # moto is not thread-safe: a rare request fails with a 500 that botocore retries (counted as an attempt)
     logging.getLogger("werkzeug").setLevel(logging.CRITICAL)
     console = Console(width=None if sys.stdout.isatty() else 140)
-    if out is None:
-        out = HERE / ("results-quick.json" if quick else "results.json")
-    if chart_path is None:
-        chart_path = HERE / "chart.png" if out == HERE / "results.json" else out.with_suffix(".png")
+    out, chart_path = output_paths(quick, record, out, chart_path)
     pull_wait = pull_wait or (1 if quick else 2)
     settings = scenarios.Settings(publishers, consumers, window, pull_wait, timeout or (120 if quick else 900),
                                   probe_requests=probe if probe >= 0 else (2 if quick else 20),
@@ -114,8 +133,7 @@ def main(
             for sc in todo:
                 task = progress.add_task(f"{sc.key}: {sc.system} {sc.title}", total=sc.messages)
                 t0 = time.perf_counter()
-                results[sc.key] = scenarios.run(stack, sc, settings,
-                                                lambda n, task=task: progress.update(task, completed=n))
+                results[sc.key] = scenarios.run(stack, sc, settings, progress_of(progress, task))
                 results[sc.key]["wall_s"] = round(time.perf_counter() - t0, 1)
     finally:
         stack.stop()

@@ -84,6 +84,45 @@ def window(before: Snapshot, after: Snapshot) -> Snapshot:
     return _delta(after[0], before[0]), _delta(after[1], before[1]), records
 
 
+def counting_handler(base: Any, aws: Any, stats: HandlerStats) -> Any:
+    """The API request handler class that labels its thread's AWS requests with the route verb and times the
+    handler as Lambda would bill it."""
+
+    class CountingHandler(base):  # type: ignore[misc]
+        _bench_t0: float | None = None
+        _bench_verb = "admin"
+
+        def _parse_payload(self) -> Any:
+            parsed = super()._parse_payload()  # reading the socket is not handler time
+            self._bench_verb = verb_of(self.path)
+            aws.set_part(f"api:{self._bench_verb}")
+            self._bench_t0 = time.perf_counter()
+            return parsed
+
+        def _send_http_response(self, code: int, headers: Any, body: Any) -> None:
+            if self._bench_t0 is not None:
+                stats.record_api(self._bench_verb, time.perf_counter() - self._bench_t0, code)
+                self._bench_t0 = None
+            super()._send_http_response(code, headers, body)
+
+    return CountingHandler
+
+
+def counted(aws: Any, stats: HandlerStats, kind: str, handler: Any) -> Any:
+    """An event handler that labels its AWS requests ``kind`` and is timed like a Lambda invocation."""
+
+    def wrapped(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
+        previous = aws.set_part(kind)
+        start = time.perf_counter()
+        try:
+            return dict(handler(event, context))
+        finally:
+            stats.record_event(kind, len(event.get("Records", [])), time.perf_counter() - start)
+            aws.set_part(previous)
+
+    return wrapped
+
+
 class BenchStack:
     """Start moto + bootstrap + Chalice app over HTTP + pump, all in this process, with counting on."""
 
@@ -115,45 +154,13 @@ class BenchStack:
         self.stats = HandlerStats()
         stats = self.stats
 
-        class CountingHandler(RequestHandler):
-            """Labels this thread's AWS requests with the route verb and times the handler like Lambda."""
-
-            _bench_t0: float | None = None
-            _bench_verb = "admin"
-
-            def _parse_payload(self) -> Any:
-                parsed = super()._parse_payload()  # reading the socket is not handler time
-                self._bench_verb = verb_of(self.path)
-                aws.set_part(f"api:{self._bench_verb}")
-                self._bench_t0 = time.perf_counter()
-                return parsed
-
-            def _send_http_response(self, code: int, headers: Any, body: Any) -> None:
-                if self._bench_t0 is not None:
-                    stats.record_api(self._bench_verb, time.perf_counter() - self._bench_t0, code)
-                    self._bench_t0 = None
-                super()._send_http_response(code, headers, body)
-
-        def counted(kind: str, handler: Any) -> Any:
-            """An event handler that labels its AWS requests ``kind`` and is timed like a Lambda invocation."""
-
-            def wrapped(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
-                previous = aws.set_part(kind)
-                start = time.perf_counter()
-                try:
-                    return dict(handler(event, context))
-                finally:
-                    stats.record_event(kind, len(event.get("Records", [])), time.perf_counter() - start)
-                    aws.set_part(previous)
-
-            return wrapped
-
-        fanout, push = counted("fanout", handlers.fanout), counted("push", handlers.push)
+        fanout, push = (counted(aws, stats, "fanout", handlers.fanout), counted(aws, stats, "push", handlers.push))
 
         self.stack = Stack(use_aws=False)
         httpd = self.stack.server.server
         original = httpd.RequestHandlerClass
-        httpd.RequestHandlerClass = functools.partial(CountingHandler, *original.args, **original.keywords)
+        handler_class = counting_handler(RequestHandler, aws, stats)
+        httpd.RequestHandlerClass = functools.partial(handler_class, *original.args, **original.keywords)
         self.pump = StreamPump(self.stack.config, fanout, interval=self.stack.local.pump_interval)
         self.stack.pump = self.pump
         # The push pump plays Lambda's SQS pollers: its receives are labelled "push-pump", the handler "push".

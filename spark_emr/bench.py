@@ -4,7 +4,8 @@
 
 Generates ``messages`` messages (requests of ``batch``, ``size`` bytes each) as raw objects, starts
 Spark (timed apart: JVM + session + first Python worker), runs one compaction, checks that the
-archive holds every message once, and writes ``bench/spark_results.json``.
+archive holds every message once, and writes ``bench/out/spark_results.json`` (untracked); ``--record``
+writes the tracked ``bench/spark_results.json`` instead.
 """
 
 from __future__ import annotations
@@ -23,13 +24,13 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make the project root importable
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import typer  # noqa: E402
-from rich.console import Console  # noqa: E402
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn  # noqa: E402
-from rich.table import Table  # noqa: E402
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
 
-from chalicelib.local.moto_speedups import speed_up_moto  # noqa: E402
-from spark_emr import common  # noqa: E402
+from chalicelib.local.moto_speedups import speed_up_moto
+from spark_emr import common
 
 app = typer.Typer(add_completion=False, help=__doc__)
 console = Console()
@@ -158,8 +159,11 @@ def main(
     master: str = typer.Option("local[2]", help="Spark master"),
     threads: int = typer.Option(16, help="S3 threads per task"),
     direct_bytes: int = typer.Option(256 * 1024 * 1024, help="compact.py --direct-bytes (0: always shuffle)"),
-    output: Path = typer.Option(ROOT / "bench" / "spark_results.json", help="results file"),
+    output: Path = typer.Option(ROOT / "bench" / "out" / "spark_results.json", help="results file (untracked)"),
+    record: bool = typer.Option(False, "--record", help="write the tracked bench/spark_results.json instead"),
 ) -> None:
+    if record:
+        output = ROOT / "bench" / "spark_results.json"
     server, _endpoint = start_moto()
     try:
         s3c = common.s3(common.AwsConfig.from_env(threads))

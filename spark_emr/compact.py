@@ -28,7 +28,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script by spark-submit: make the project root importable
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from spark_emr import common  # noqa: E402
+from spark_emr import common
 
 common.ensure_importable()
 
@@ -96,46 +96,7 @@ def compact(
         "raw_bytes_in": sum(hours[planning.hour_id(p.topic, p.hour)].raw[k] for p in work for k in p.new_raw),
         "merged_generations": sum(1 for p in work if p.old is not None),
     }
-    infos: dict[tuple[str, int], list[layout.ManifestFile]] = {}
-    if work:
-        sc = spark.sparkContext
-        par = max(1, sc.defaultParallelism)
-        digests = {planning.hour_id(p.topic, p.hour): p.digest for p in work}
-        sizes = {
-            planning.hour_id(p.topic, p.hour): planning.hour_input_bytes(p, hours[planning.hour_id(p.topic, p.hour)])
-            for p in work
-        }
-        units, big = planning.split_direct(work, sizes, direct_bytes, par)
-        timers = {name: sc.accumulator(0.0) for name in ("get", "decode", "merge", "parquet", "put")}
-        outputs = []
-        if units:  # small hours: fetch + merge + write in one task each, no shuffle
-            unit_keys = [[(planning.hour_id(p.topic, p.hour), p.new_raw + p.old_files) for p in u] for u in units]
-            direct = tasks.direct_fn(bucket, cfg, digests, part_bytes, part_rows, timers)
-            outputs.append(sc.parallelize(unit_keys, len(unit_keys)).flatMap(direct))
-        groups: list[list[str]] = []
-        n_out = 0
-        if big:  # big hours: reads spread over many tasks, then each hour shuffled to one writer
-            total_keys = sum(len(p.new_raw) for p in big)
-            groups = planning.task_groups(big, common.group_size(total_keys, par))
-            n_out = min(len(big), par * 2)
-            slot = planning.hour_slots([planning.hour_id(p.topic, p.hour) for p in big], n_out)
-            tables = sc.parallelize(groups, len(groups)).flatMap(tasks.fetch_tables_fn(bucket, cfg, timers))
-            by_hour = tables.groupByKey(n_out, partitionFunc=lambda hid: slot[hid])
-            outputs.append(
-                by_hour.mapPartitions(tasks.write_hours_fn(bucket, cfg, digests, part_bytes, part_rows, timers))
-            )
-        files = (outputs[0] if len(outputs) == 1 else sc.union(outputs)).collect()
-        report["task_seconds"] = {name: round(acc.value, 3) for name, acc in timers.items()}
-        report["direct_tasks"], report["direct_hours"] = len(units), sum(len(u) for u in units)
-        report["shuffle_fetch_tasks"], report["shuffle_hours"], report["write_partitions"] = (
-            len(groups),
-            len(big),
-            n_out,
-        )
-        for topic, hour, key, nrows, data_bytes, size, first_id, last_id in files:
-            infos.setdefault((topic, hour), []).append(
-                layout.ManifestFile(key, nrows, data_bytes, size, first_id, last_id)
-            )
+    infos = _write_parts(spark, bucket, cfg, work, hours, part_bytes, part_rows, direct_bytes, report) if work else {}
     t_write = time.monotonic()
     report["messages"] = sum(f.rows for fs in infos.values() for f in fs)
     report["parquet_files_out"] = sum(len(fs) for fs in infos.values())
@@ -148,8 +109,82 @@ def compact(
         return report
 
     # commit: one manifest per hour, written after all its parts exist
+    committed = _commit_manifests(s3c, bucket, work, infos, now_ms, threads)
+    report["manifests_out"] = len(committed)
+    t_commit = time.monotonic()
+    if committed:
+        common.progress("compact", f"committed {len(committed)} manifests; deleting covered raw objects")
+    if stop_after == "commit":
+        report["stopped_after"] = "commit"
+        return report
+
+    # cleanup: only what a committed manifest covers or no longer names
+    _clean_up(s3c, bucket, plans, committed, threads, report)
+    t_end = time.monotonic()
+    common.progress("compact", f"done: deleted {report['raw_objects_deleted']:,} raw objects, "
+                               f"{report['stale_archive_objects_deleted']} superseded archive objects")
+    report["seconds"] = {
+        "plan": round(t_plan - t0, 3),
+        "spark": round(t_write - t_plan, 3),
+        "commit": round(t_commit - t_write, 3),
+        "cleanup": round(t_end - t_commit, 3),
+        "total": round(t_end - t0, 3),
+    }
+    return report
+
+
+def _write_parts(spark: Any, bucket: str, cfg: common.AwsConfig, work: list[planning.HourPlan],
+                 hours: dict[planning.HourId, planning.HourListing], part_bytes: int, part_rows: int,
+                 direct_bytes: int, report: dict[str, Any]) -> dict[planning.HourId, list[layout.ManifestFile]]:
+    """The Spark part: write every planned hour's part files; returns the files written per hour."""
+    infos: dict[planning.HourId, list[layout.ManifestFile]] = {}
+    sc = spark.sparkContext
+    par = max(1, sc.defaultParallelism)
+    digests = {planning.hour_id(p.topic, p.hour): p.digest for p in work}
+    sizes = {
+        planning.hour_id(p.topic, p.hour): planning.hour_input_bytes(p, hours[planning.hour_id(p.topic, p.hour)])
+        for p in work
+    }
+    units, big = planning.split_direct(work, sizes, direct_bytes, par)
+    timers = {name: sc.accumulator(0.0) for name in ("get", "decode", "merge", "parquet", "put")}
+    outputs = []
+    if units:  # small hours: fetch + merge + write in one task each, no shuffle
+        unit_keys = [[(planning.hour_id(p.topic, p.hour), p.new_raw + p.old_files) for p in u] for u in units]
+        direct = tasks.direct_fn(bucket, cfg, digests, part_bytes, part_rows, timers)
+        outputs.append(sc.parallelize(unit_keys, len(unit_keys)).flatMap(direct))
+    groups: list[list[str]] = []
+    n_out = 0
+    if big:  # big hours: reads spread over many tasks, then each hour shuffled to one writer
+        total_keys = sum(len(p.new_raw) for p in big)
+        groups = planning.task_groups(big, common.group_size(total_keys, par))
+        n_out = min(len(big), par * 2)
+        slot = planning.hour_slots([planning.hour_id(p.topic, p.hour) for p in big], n_out)
+        tables = sc.parallelize(groups, len(groups)).flatMap(tasks.fetch_tables_fn(bucket, cfg, timers))
+        by_hour = tables.groupByKey(n_out, partitionFunc=lambda hid: slot[hid])
+        outputs.append(
+            by_hour.mapPartitions(tasks.write_hours_fn(bucket, cfg, digests, part_bytes, part_rows, timers))
+        )
+    files = (outputs[0] if len(outputs) == 1 else sc.union(outputs)).collect()
+    report["task_seconds"] = {name: round(acc.value, 3) for name, acc in timers.items()}
+    report["direct_tasks"], report["direct_hours"] = len(units), sum(len(u) for u in units)
+    report["shuffle_fetch_tasks"], report["shuffle_hours"], report["write_partitions"] = (
+        len(groups),
+        len(big),
+        n_out,
+    )
+    for topic, hour, key, nrows, data_bytes, size, first_id, last_id in files:
+        infos.setdefault((topic, hour), []).append(
+            layout.ManifestFile(key, nrows, data_bytes, size, first_id, last_id)
+        )
+    return infos
+
+
+def _commit_manifests(s3c: Any, bucket: str, work: list[planning.HourPlan],
+                      infos: dict[planning.HourId, list[layout.ManifestFile]], now_ms: int,
+                      threads: int) -> dict[planning.HourId, layout.Manifest]:
+    """PUT one manifest per hour, after all its parts exist (the commit); returns them by hour."""
     created = layout.format_time(datetime.fromtimestamp(now_ms / 1000, tz=timezone.utc))
-    committed: dict[tuple[str, int], layout.Manifest] = {}
+    committed: dict[planning.HourId, layout.Manifest] = {}
     for p in work:
         hid = planning.hour_id(p.topic, p.hour)
         committed[hid] = planning.build_manifest(p, infos.get(hid, []), created)
@@ -163,15 +198,12 @@ def compact(
         )
 
     common.threaded_map(put_manifest, list(committed.values()), threads)
-    report["manifests_out"] = len(committed)
-    t_commit = time.monotonic()
-    if committed:
-        common.progress("compact", f"committed {len(committed)} manifests; deleting covered raw objects")
-    if stop_after == "commit":
-        report["stopped_after"] = "commit"
-        return report
+    return committed
 
-    # cleanup: only what a committed manifest covers or no longer names
+
+def _clean_up(s3c: Any, bucket: str, plans: list[planning.HourPlan],
+              committed: dict[planning.HourId, layout.Manifest], threads: int, report: dict[str, Any]) -> None:
+    """Delete only what a committed manifest covers or no longer names."""
     raw_delete: list[str] = []
     stale_delete: list[str] = []
     for p in plans:
@@ -187,17 +219,6 @@ def compact(
         common.threaded_map(lambda ks: common.delete_keys(s3c, bucket, ks), common.chunks(raw_delete, 1000), threads)
     )
     report["stale_archive_objects_deleted"] = common.delete_keys(s3c, bucket, stale_delete)
-    t_end = time.monotonic()
-    common.progress("compact", f"done: deleted {report['raw_objects_deleted']:,} raw objects, "
-                               f"{report['stale_archive_objects_deleted']} superseded archive objects")
-    report["seconds"] = {
-        "plan": round(t_plan - t0, 3),
-        "spark": round(t_write - t_plan, 3),
-        "commit": round(t_commit - t_write, 3),
-        "cleanup": round(t_end - t_commit, 3),
-        "total": round(t_end - t0, 3),
-    }
-    return report
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script by spark-submit: make the project root importable
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from spark_emr import common  # noqa: E402
+from spark_emr import common
 
 common.ensure_importable()
 

@@ -5,8 +5,8 @@
     python -m spark_emr.submit metrics
     python -m spark_emr.submit replay --subscription projects/p/subscriptions/s --start T0 --end T1
 
-The jobs talk to the AWS emulator that ``make run`` serves on 127.0.0.1:4566 (or to
-``AWS_ENDPOINT_URL``); Spark's Python workers are separate processes, so the emulator must be a
+The jobs talk to the AWS emulator that ``make run`` serves on 127.0.0.1:$METRO_EMULATOR_PORT (4566 unless set;
+or to ``AWS_ENDPOINT_URL``); Spark's Python workers are separate processes, so the emulator must be a
 server, which it is. Bucket and messages table come from Metro's configuration (``METRO_BUCKET``,
 ``METRO_MESSAGES_TABLE``). For replay, ``--subscription`` stands for the subscription's topic, queue
 URL and filter, read from the resources table. Anything else is passed to the job unchanged.
@@ -22,7 +22,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make the project root importable
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from chalicelib.local.probe import listening  # noqa: E402
+from chalicelib.local.probe import listening
 
 JOBS = ("compact", "retention", "metrics", "replay")
 ROOT = Path(__file__).resolve().parent.parent
@@ -36,11 +36,14 @@ def endpoint() -> str:
 
 
 def no_stack(url: str, job: str) -> int:
+    from chalicelib.config import LocalConfig
+
+    local = LocalConfig()
     print(
         f"No AWS emulator answers at {url}.\n"
         f"`make {job}` works on the data of the embedded stack: start it in another terminal with\n"
         "    make run\n"
-        f"publish some messages (the API is on http://127.0.0.1:8085), then run `make {job}` again.\n"
+        f"publish some messages (the API is on http://{local.host}:{local.port}), then run `make {job}` again.\n"
         "Another endpoint (a LocalStack, a moto server) can be given with AWS_ENDPOINT_URL=...",
         file=sys.stderr,
     )

@@ -35,14 +35,19 @@ class RunningStack:
             self.process.kill()
 
 
+def stack_env(port: int, emulator_port: int, extra_env: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of a stack serving on ``port`` with its emulator on ``emulator_port``."""
+    env = {**os.environ, "METRO_PORT": str(port), "METRO_EMULATOR_PORT": str(emulator_port),
+           "METRO_PULL_WAIT_SECONDS": "2", "PYTHONUNBUFFERED": "1", **(extra_env or {})}
+    env.pop("AWS_ENDPOINT_URL", None)
+    return env
+
+
 def start_stack(log_path: Path, extra_env: dict[str, str] | None = None, timeout: float = 60) -> RunningStack:
     port, emu = free_port(), free_port()
-    env = {**os.environ, "METRO_PORT": str(port), "METRO_EMULATOR_PORT": str(emu), "METRO_PULL_WAIT_SECONDS": "2",
-           "PYTHONUNBUFFERED": "1", **(extra_env or {})}
-    env.pop("AWS_ENDPOINT_URL", None)
     log = log_path.open("w")
-    proc = subprocess.Popen([sys.executable, "-m", "chalicelib.local"], cwd=ROOT, env=env, stdout=log,
-                            stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen([sys.executable, "-m", "chalicelib.local"], cwd=ROOT, env=stack_env(port, emu, extra_env),
+                            stdout=log, stderr=subprocess.STDOUT, text=True)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:

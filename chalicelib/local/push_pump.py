@@ -22,11 +22,10 @@ from chalicelib.config import Config
 from chalicelib.core import names
 from chalicelib.core.backoff import PushThrottle
 from chalicelib.core.records import SubscriptionRecord
-from chalicelib.service.context import Clock
+from chalicelib.service.context import Clock, Context
 from chalicelib.service.push_config import token_signer
 from chalicelib.store import aws
 from chalicelib.store.push_state import PushStore, queue_arn
-from chalicelib.store.resources import ResourceStore
 
 log = logging.getLogger("metro.push_pump")
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
@@ -127,9 +126,10 @@ class PushPump:
         self.refresh = refresh
         self.clock = clock
         self.batch_size = max(1, min(config.push_batch_size, 10))
-        self.push = PushStore(config)
-        self.resources = ResourceStore(config)
-        self.sqs = aws.client("sqs", config)
+        stores = Context.from_config(config, clock)
+        self.push = stores.push
+        self.resources = stores.resources
+        self.sqs = aws.sqs(config)
         self.stopped = threading.Event()
         self.pollers: dict[str, Poller] = {}
         token_signer(config)  # local mode: make the process's signing key now, not on the first push

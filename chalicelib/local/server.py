@@ -25,7 +25,7 @@ from chalicelib.local.bootstrap import bootstrap
 from chalicelib.local.moto_speedups import speed_up_moto
 from chalicelib.local.probe import listening as _listening
 from chalicelib.local.pump import StreamPump
-from chalicelib.local.push_pump import PushPump  # push delivery (issue 4)
+from chalicelib.local.push_pump import PushPump
 from chalicelib.local.schedule import Schedule
 from chalicelib.store import aws
 
@@ -84,7 +84,7 @@ class Stack:
         self.local = metro_config.LocalConfig()
         bootstrap(self.config)
         self.pump = StreamPump(self.config, handlers.fanout, interval=self.local.pump_interval)
-        self.push_pump = PushPump(self.config, handlers.push, refresh=self.local.push_refresh)  # issue 4
+        self.push_pump = PushPump(self.config, handlers.push, refresh=self.local.push_refresh)
         self.schedule = Schedule(handlers.maintenance, self.local.maintenance_interval)
         from app import app  # imported late: the app reads configuration when first used
 
@@ -96,7 +96,7 @@ class Stack:
 
     def serve(self) -> None:
         self.pump.start()
-        self.push_pump.start()  # push delivery (issue 4)
+        self.push_pump.start()
         self.schedule.start()
         endpoint = self.config.endpoint_url or "AWS"
         print(f"Metro listening on http://{self.local.host}:{self.local.port} (AWS: {endpoint})", flush=True)
@@ -104,7 +104,7 @@ class Stack:
 
     def stop(self) -> None:
         self.pump.stop()
-        self.push_pump.stop()  # push delivery (issue 4)
+        self.push_pump.stop()
         self.schedule.stop()
         threading.Thread(target=self.server.shutdown, daemon=True).start()
         self.server.server.server_close()

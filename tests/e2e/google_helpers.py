@@ -11,7 +11,8 @@ import time
 
 from google.api_core import exceptions as gexc
 from google.cloud import pubsub_v1
-from google.pubsub_v1 import ReceivedMessage
+from google.pubsub_v1 import PublisherClient as GapicPublisher
+from google.pubsub_v1 import PubsubMessage, ReceivedMessage
 
 PROJECT = "e2e-project"
 DELETED_TOPIC = "_deleted-topic_"
@@ -50,6 +51,24 @@ def pull_n(subscriber: pubsub_v1.SubscriberClient, sub: str, n: int, timeout: fl
 def pull_nothing(subscriber: pubsub_v1.SubscriberClient, sub: str) -> None:
     resp = subscriber.pull(subscription=sub, max_messages=10, return_immediately=True)
     assert list(resp.received_messages) == []
+
+
+def assert_drained(subscriber: pubsub_v1.SubscriberClient, gapic: GapicPublisher, topic: str, subs: list[str],
+                   timeout: float = 15.0) -> None:
+    """Nothing but a fresh marker is deliverable on ``subs`` (subscriptions of ``topic``).
+
+    The marker is the positive control: the same pulls that find nothing else do receive it, so the check
+    cannot pass because pulls return nothing at all. The marker is acknowledged, leaving ``subs`` empty.
+    """
+    [marker] = gapic.publish(topic=topic, messages=[PubsubMessage(data=b"drain marker")]).message_ids
+    for sub in subs:
+        got: list[ReceivedMessage] = []
+        end = time.monotonic() + timeout
+        while marker not in {m.message.message_id for m in got} and time.monotonic() < end:
+            got.extend(subscriber.pull(subscription=sub, max_messages=10, return_immediately=False).received_messages)
+        assert [m.message.message_id for m in got] == [marker], f"{sub} held more than the marker"
+        subscriber.acknowledge(subscription=sub, ack_ids=[m.ack_id for m in got])
+        pull_nothing(subscriber, sub)  # and the same pull that found the marker finds nothing more
 
 
 # == google-cloud-pubsub, REST transport: administration =============================================

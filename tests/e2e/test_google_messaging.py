@@ -11,7 +11,7 @@ from google.cloud import pubsub_v1
 from google.pubsub_v1 import PublisherClient as GapicPublisher
 from google.pubsub_v1 import PubsubMessage
 
-from tests.e2e.google_helpers import google_status, pull_n, pull_nothing, sub_path, topic_path
+from tests.e2e.google_helpers import assert_drained, google_status, pull_n, pull_nothing, sub_path, topic_path
 
 pytestmark = pytest.mark.e2e
 
@@ -95,7 +95,7 @@ def test_fan_out_to_three_subscriptions(subscriber: pubsub_v1.SubscriberClient, 
         received = pull_n(subscriber, name, 5)
         assert sorted(m.message.message_id for m in received) == sorted(ids)
         subscriber.acknowledge(subscription=name, ack_ids=[m.ack_id for m in received])
-        pull_nothing(subscriber, name)
+    assert_drained(subscriber, gapic, topic, subs)
 
 
 def test_pull_max_messages_and_return_immediately(subscriber: pubsub_v1.SubscriberClient, gapic: GapicPublisher,
@@ -124,7 +124,7 @@ def test_ack_and_nack(subscriber: pubsub_v1.SubscriberClient, gapic: GapicPublis
     assert (again.message.message_id, again.message.data) == (ids[1], b"nack me")
     assert again.ack_id != by_data[b"nack me"].ack_id
     subscriber.acknowledge(subscription=sub, ack_ids=[again.ack_id])
-    pull_nothing(subscriber, sub)
+    assert_drained(subscriber, gapic, topic, [sub])
 
 
 def test_redelivery_after_ack_deadline_expires(subscriber: pubsub_v1.SubscriberClient, gapic: GapicPublisher,
@@ -139,7 +139,7 @@ def test_redelivery_after_ack_deadline_expires(subscriber: pubsub_v1.SubscriberC
     assert time.monotonic() - shortened_at >= 1.5
     assert again.message.message_id == mid
     subscriber.acknowledge(subscription=sub, ack_ids=[again.ack_id])
-    pull_nothing(subscriber, sub)
+    assert_drained(subscriber, gapic, topic, [sub])
 
 
 def test_modify_ack_deadline_extends_lease(subscriber: pubsub_v1.SubscriberClient, gapic: GapicPublisher,
@@ -147,7 +147,7 @@ def test_modify_ack_deadline_extends_lease(subscriber: pubsub_v1.SubscriberClien
     gapic.publish(topic=topic, messages=[PubsubMessage(data=b"keep")])
     [msg] = pull_n(subscriber, sub, 1)
     subscriber.modify_ack_deadline(subscription=sub, ack_ids=[msg.ack_id], ack_deadline_seconds=60)
-    pull_nothing(subscriber, sub)
+    assert_drained(subscriber, gapic, topic, [sub])  # the marker arrives, the leased message does not
     with pytest.raises(gexc.BadRequest):
         subscriber.modify_ack_deadline(subscription=sub, ack_ids=[msg.ack_id], ack_deadline_seconds=601)
     subscriber.acknowledge(subscription=sub, ack_ids=[msg.ack_id])

@@ -16,7 +16,7 @@ from tests.e2e.google_helpers import pull_n
 from tests.e2e.test_push_webhook import Hook, Webhook
 
 WIDE = {f"{j:03d}".ljust(250, "k"): "v" * 1024 for j in range(100)}
-LONG_KEY = "ключ упорядочения с пробелами " * 8  # 240 characters, 440 bytes
+LONG_KEY = "ключ упорядочения с пробелами " * 8  # noqa: RUF001 - Cyrillic on purpose: 240 characters, 440 bytes
 ODD = {"odd\uffff": "value \uffff\ufffe end", "plain": "x"}
 CASES = {"wide": (WIDE, "", 10), "long_key": ({"n": "1"}, LONG_KEY, 3), "odd_chars": (ODD, "k-1", 2)}
 PROMPT = 15.0  # seconds a delivery may take on a busy machine (polled, not slept)

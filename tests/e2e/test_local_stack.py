@@ -1,14 +1,17 @@
-"""`make run`'s process: one line saying where it listens, and Ctrl-C (SIGINT) or SIGTERM stops it cleanly."""
+"""`make run`'s process: one line saying where it listens, Ctrl-C (SIGINT) or SIGTERM stops it cleanly, and a
+second one on a taken port exits at once saying which port and which variable moves it."""
 
 from __future__ import annotations
 
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import requests
 
-from tests.stack import start_stack
+from tests.stack import ROOT, free_port, stack_env, start_stack
 
 pytestmark = pytest.mark.e2e
 
@@ -27,3 +30,21 @@ def test_the_stack_stops_on_a_signal(tmp_path: Path, sig: signal.Signals) -> Non
     finally:
         if stack.process.poll() is None:
             stack.process.kill()
+
+
+@pytest.mark.parametrize(("shared", "variable"), [("api", "METRO_PORT"), ("emulator", "METRO_EMULATOR_PORT")])
+def test_a_second_stack_on_a_taken_port_exits_at_once_naming_the_port(tmp_path: Path, shared: str,
+                                                                       variable: str) -> None:
+    first = start_stack(tmp_path / "first.log")
+    try:
+        api, emulator = int(first.url.rsplit(":", 1)[1]), int(first.emulator_url.rsplit(":", 1)[1])
+        ports = (api, free_port()) if shared == "api" else (free_port(), emulator)
+        taken = api if shared == "api" else emulator
+        second = subprocess.run([sys.executable, "-m", "chalicelib.local"], cwd=ROOT, env=stack_env(*ports),
+                                capture_output=True, text=True, timeout=20, check=False)
+        assert second.returncode != 0
+        assert f"Port {taken} " in second.stderr and variable in second.stderr, second.stderr
+        assert "Metro listening" not in second.stdout
+        assert requests.get(first.url + "/", timeout=10).text == "Ok"  # the first stack is untouched
+    finally:
+        first.stop()

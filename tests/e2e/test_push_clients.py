@@ -54,6 +54,19 @@ def raw_ids(hook: Hook) -> list[str]:
     return [r.headers.get("x-goog-pubsub-message-id", "") for r in list(hook.requests)]
 
 
+def pull_until(subscriber: pubsub_v1.SubscriberClient, name: str, message_id: str) -> list[str]:
+    """Pull and ack until ``message_id`` arrives (or 30 s pass); the ids pulled on the way."""
+    pulled: list[str] = []
+    end = time.monotonic() + 30
+    while message_id not in pulled and time.monotonic() < end:
+        resp = subscriber.pull(request={"subscription": name, "max_messages": 10}, timeout=30)
+        if resp.received_messages:
+            pulled += [m.message.message_id for m in resp.received_messages]
+            subscriber.acknowledge(request={"subscription": name,
+                                            "ack_ids": [m.ack_id for m in resp.received_messages]})
+    return pulled
+
+
 def test_google_client_creates_and_modifies_a_push_subscription(
     stack: RunningStack, clients: tuple[pubsub_v1.PublisherClient, pubsub_v1.SubscriberClient],
     webhook: Webhook, unique: str,
@@ -106,15 +119,7 @@ def test_google_client_creates_and_modifies_a_push_subscription(
     assert subscriber.get_subscription(request={"subscription": name}).push_config.push_endpoint == ""
     time.sleep(CACHE_WAIT)
     third = publisher.publish(topic, b"pulled").result(timeout=30)
-    pulled: list[str] = []
-    end = time.monotonic() + 30
-    while third not in pulled and time.monotonic() < end:
-        resp = subscriber.pull(request={"subscription": name, "max_messages": 10}, timeout=30)
-        if resp.received_messages:
-            pulled += [m.message.message_id for m in resp.received_messages]
-            subscriber.acknowledge(request={"subscription": name,
-                                            "ack_ids": [m.ack_id for m in resp.received_messages]})
-    assert third in pulled
+    assert third in pull_until(subscriber, name, third)
     assert third not in wrapped.ids() and third not in raw_ids(raw)
 
     # 4. and a URL turns it back into a push subscription

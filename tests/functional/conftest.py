@@ -40,12 +40,12 @@ def services(clock: FakeClock) -> Iterator[Services]:
     saved = {k: os.environ.get(k) for k in [*env, "AWS_ENDPOINT_URL"]}
     os.environ.update(env)
     os.environ.pop("AWS_ENDPOINT_URL", None)
-    aws.reset_clients()
+    # The boto3 clients stay cached between tests (by service, region and endpoint, here none): moto's mock
+    # intercepts every client while it is active, and building clients is most of a test's setup time.
     with mock_aws():
         config = Config()
         bootstrap(config)
         yield Services.build(Context.from_config(config, clock=clock))
-    aws.reset_clients()
     for k, v in saved.items():
         if v is None:
             os.environ.pop(k, None)

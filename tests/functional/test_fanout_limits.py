@@ -25,7 +25,7 @@ P = "limits-project"
 TOPIC = names.make(P, "topics", "hostile")
 PLAIN, ORDERED = names.make(P, "subscriptions", "plain"), names.make(P, "subscriptions", "ordered")
 WIDE = {f"{j:03d}".ljust(250, "k"): "v" * 1024 for j in range(100)}  # 100 attributes, ~128 KB a message
-LONG_KEY = "ключ упорядочения с пробелами " * 8  # 240 characters, 440 bytes, spaces and Cyrillic
+LONG_KEY = "ключ упорядочения с пробелами " * 8  # noqa: RUF001 - 240 characters, 440 bytes, spaces and Cyrillic
 ODD = {"odd\uffff": "value \uffff\ufffe end", "plain": "x"}
 
 

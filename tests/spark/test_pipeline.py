@@ -56,7 +56,7 @@ def test_compaction_archives_every_message_exactly_once(spark: Any, s3: Any, buc
     assert snapshot(s3, bucket) == state
 
     # the service's fallback when a raw object is gone
-    sample = rng.sample(sorted(expected), 25) + [f"{base - HOUR_MS:013d}000000000"]
+    sample = [*rng.sample(sorted(expected), 25), f"{base - HOUR_MS:013d}000000000"]
     found = store.read_archived_bodies(s3, bucket, TOPIC, sample)
     assert set(found) == set(sample[:-1])
     for mid, (data, attrs, okey) in found.items():
@@ -135,7 +135,7 @@ def test_replay_standard_and_fifo_queues(spark: Any, s3: Any, bucket: str, moto_
         attrs.update({m: {"color": "red" if i % 2 else "blue"} for m in b})
     compact.compact(spark, bucket, min_age_seconds=0)
     # still raw: a small one and one with a body above 64 KiB
-    k_small, b_small = publish(
+    _k_small, b_small = publish(
         s3, bucket, TOPIC, base + 20 * 60_000, 2, rng=rng, ordering_key="k1", attributes={"color": "red"}
     )
     k_big, b_big = publish(

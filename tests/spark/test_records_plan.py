@@ -120,17 +120,17 @@ def test_envelopes_inline_pointer_and_too_large() -> None:
     assert kind == "inline" and out is not None and out.group == "ok"
     env = envelope.decode(out.body)
     assert env.data == row[records.DATA] and env.ordering_key == "ok" and env.publish_time.endswith("Z")
-    big = row[:5] + (b"x" * (64 * 1024 + 1),) + row[6:]
+    big = (*row[:5], b"x" * (64 * 1024 + 1), *row[6:])
     kind, out = records.to_envelope(big)
     assert kind == "pointer" and out is not None
     env = envelope.decode(out.body)
     assert (env.s3_key, env.offset, env.length) == (key, row[records.OFFSET], 64 * 1024 + 1)
-    archived_big = big[:8] + (-1,)
+    archived_big = (*big[:8], -1)
     kind, out = records.to_envelope(archived_big)
     assert kind == "inline" and out is not None and len(base64.b64decode(json.loads(out.body)["d"])) == 65537
-    huge = big[:5] + (b"y" * 200_000,) + big[6:8] + (-1,)
+    huge = (*big[:5], b"y" * 200_000, *big[6:8], -1)
     assert records.to_envelope(huge) == ("too_large", None)
-    no_key = row[:3] + ("",) + row[4:]
+    no_key = (*row[:3], "", *row[4:])
     assert records.to_envelope(no_key)[1].group == row[records.MESSAGE_ID]  # type: ignore[union-attr]
 
 

@@ -24,10 +24,10 @@ class FakeS3:
         self.gets: list[str] = []
         self.on_get: Any = None
 
-    def put_object(self, Bucket: str, Key: str, Body: bytes, **_: Any) -> None:  # noqa: N803
+    def put_object(self, Bucket: str, Key: str, Body: bytes, **_: Any) -> None:
         self.objects[Key] = Body
 
-    def get_object(self, Bucket: str, Key: str) -> dict[str, Any]:  # noqa: N803
+    def get_object(self, Bucket: str, Key: str) -> dict[str, Any]:
         self.gets.append(Key)
         if self.on_get is not None:
             self.on_get(Key)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import json
 import threading
 from collections.abc import Callable, Sequence
@@ -85,7 +86,7 @@ class Queue(QueueStore):
         self.deleted: list[str] = []
         self.delays: list[int] = []
 
-    def receive_message(self, MaxNumberOfMessages: int, **_: Any) -> dict[str, Any]:  # noqa: N803
+    def receive_message(self, MaxNumberOfMessages: int, **_: Any) -> dict[str, Any]:
         out = []
         for _i in range(MaxNumberOfMessages):
             self.sent += 1
@@ -185,7 +186,7 @@ class Rig:
             if len(self.pushes) == before:  # nothing pushed (a deferral): time passes anyway
                 self.clock.advance(0.1)
         times = self.pushes[max(0, first - 1):]
-        return [b - a for a, b in zip(times, times[1:])]
+        return [b - a for a, b in itertools.pairwise(times)]
 
     def event(self, count: int) -> dict[str, Any]:
         """A Lambda SQS event of ``count`` fresh messages of the subscription's queue."""
