@@ -9,6 +9,7 @@ select are not even collected: importing the e2e and Spark modules costs seconds
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -38,6 +39,14 @@ def selects_tier(expression: str, tier: str) -> bool:
         return True
     literal = _WORD.sub(lambda m: m.group(0) if m.group(0) in _OPERATORS else str(m.group(0) == tier), expression)
     return bool(eval(literal, {"__builtins__": {}}))  # only True, False, and, or, not and parentheses remain
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Tests never reach real AWS: fake credentials unless some are set, so that a boto3 client built and
+    cached by any test (the clients are cached per process) can sign requests to moto whatever ran first."""
+    for name, value in (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing"),
+                        ("AWS_DEFAULT_REGION", "us-east-1")):
+        os.environ.setdefault(name, value)
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:

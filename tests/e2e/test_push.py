@@ -131,8 +131,8 @@ def test_ack_and_nack_statuses(api: Api, webhook: Webhook, unique: str) -> None:
     for i, (status, hook) in enumerate(acks.items()):
         hook.quiet_after(lambda: marker, window=1.5 if i == 0 else 0.0)  # one window for all of them
         assert hook.ids() == [mid, marker], status
-    for status, hook in nacks.items():
-        assert len(hook.requests) >= 2 and set(hook.ids()) == {mid}, status
+    for status, hook in nacks.items():  # redelivered (the marker reaches them too, and is nacked as well)
+        assert hook.ids().count(mid) >= 2 and set(hook.ids()) <= {mid, marker}, status
 
 
 def test_500_then_success_is_redelivered_once(api: Api, webhook: Webhook, unique: str) -> None:
