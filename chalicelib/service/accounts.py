@@ -92,7 +92,7 @@ class AccountService:
         return UserView(user, token)
 
     def get_user(self, name: str) -> UserView:
-        return UserView(self._user(name)[0])
+        return self._detailed(self._user(name)[0])
 
     def update_user(self, name: str, request: UserRequest) -> UserView:
         user, token_hash = self._user(name)
@@ -126,7 +126,7 @@ class AccountService:
         found = self.store.get_user(principal.name) if principal.uuid else None
         if found is None or found[0].uuid != principal.uuid:
             return UserView(service_admin_user(principal.name, self.ctx.clock()))
-        return UserView(found[0])
+        return self._detailed(found[0])
 
     # -- project members ------------------------------------------------------------------------------
     def list_members(self, project: str, page: PageRequest, principal: Principal) -> UserPage:
@@ -134,8 +134,7 @@ class AccountService:
         return self._page(members, page, f"members\n{project}", principal.is_service_admin)
 
     def get_member(self, project: str, name: str, principal: Principal) -> UserView:
-        user = self._member(project, name)
-        return UserView(user, privileged=principal.is_service_admin)
+        return self._detailed(self._member(project, name), privileged=principal.is_service_admin)
 
     def create_member(self, project: str, name: str, request: RolesRequest, principal: Principal) -> UserView:
         """A new user whose only project is this one (a project admin's way to add users)."""
@@ -175,6 +174,11 @@ class AccountService:
         if found is None or not found[0].roles_in(project):
             raise NotFound("User doesn't exist")
         return found[0]
+
+    def _detailed(self, user: User, privileged: bool = True) -> UserView:
+        """AMS's detailed view: per project, the topics and subscriptions whose ACL lists the user."""
+        held = {p.project: self.ctx.resources.acl_holdings(p.project, user.uuid) for p in user.projects}
+        return UserView(user, privileged=privileged, acl_entries=held)
 
     def _require_projects(self, projects: Iterable[str]) -> None:
         if self.access.open:

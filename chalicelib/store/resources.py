@@ -268,6 +268,15 @@ class ResourceStore:
                 raise NotFound(f"{COLLECTIONS[name.collection].capitalize()} not found") from None
             raise client_error(exc, "ModifyAcl") from exc
 
+    def acl_holdings(self, project: str, user: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The ids of the topics and of the subscriptions of ``project`` whose ACL lists the uuid ``user``."""
+        def held(prefix: str) -> tuple[str, ...]:
+            items, _ = self._query(f"project#{project}", prefix, 0, "")
+            return tuple(i["sk"]["S"].removeprefix(prefix) for i in items
+                         if any(v.get("S") == user for v in i.get("acl", {}).get("L", [])))
+
+        return held("topic#"), held("sub#")
+
     def mark_active(self, name: Name, now: float) -> None:
         """Record subscriber activity (for expirationPolicy); callers rate-limit it."""
         try:

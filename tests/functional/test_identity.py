@@ -114,6 +114,8 @@ def test_acl_dialects_share_one_list(keys: Services, clock: FakeClock) -> None:
     policy = keys.access.set_policy(TOPIC, AclRequest(("erin",), keys.access.policy(TOPIC).to_wire()["etag"]))
     assert policy.to_wire()["bindings"] == [{"role": "roles/pubsub.publisher", "members": ["user:erin"]}]
     assert keys.access.authorized_users(TOPIC).to_wire() == {"authorized_users": ["erin"]}
+    shown = keys.accounts.get_user("erin").to_wire()["projects"]  # AMS's user view lists the ACL entries
+    assert shown == [{"project": PROJECT, "roles": ["publisher"], "topics": [TOPIC.id], "subscriptions": []}]
     keys.access.authorize(erin, Action.PUBLISH, PROJECT, TOPIC)
     query = PermissionsQuery(("pubsub.topics.publish", "pubsub.topics.delete", "pubsub.topics.get", "x.y"))
     assert keys.access.test_permissions(erin, TOPIC, query).permissions == ("pubsub.topics.publish",
