@@ -26,6 +26,7 @@ _USER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+\-]{0,99}$")
 _EMAIL = re.compile(r"^[^@\s]{1,64}@[^@\s]{1,255}$")
 MAX_TEXT = 1024
 MAX_LIST = 1000
+MAX_PAGE_SIZE_DIGITS = 9
 _USER_TEXT = ("email", "first_name", "last_name", "organization", "description")
 
 
@@ -107,7 +108,7 @@ def member_roles_request(body: Any, project: str) -> RolesRequest:
 def user_page_request(params: Mapping[str, str]) -> PageRequest:
     """AMS's user paging: ``pageSize`` 0 (the default) lists every user."""
     raw = params.get("pageSize", "0") or "0"
-    if not raw.isdigit() or len(raw) > 9:
+    if not raw.isdigit() or len(raw) > MAX_PAGE_SIZE_DIGITS:
         raise InvalidArgument(f"Invalid page_size: {raw[:20]!r}")
     return PageRequest(int(raw), params.get("pageToken", ""))
 

@@ -33,7 +33,7 @@ def _incoming(request: Request, principal: Principal) -> Incoming:
     return Incoming(body, dict(request.query_params or {}), principal)
 
 
-def _serve(request: Request, route: str, table: Table[T], target: Callable[[str], T], project: str = "",
+def _serve(request: Request, route: str, table: Table[T], target: Callable[[str], T], *, project: str = "",
            segment: str = "") -> Response:
     """Authenticate, find the handler, authorize it from the permission table, then run it."""
     def run() -> Response:
@@ -62,19 +62,20 @@ def _same(value: str) -> Callable[[str], str]:
 # -- Google's resources -----------------------------------------------------------------------------
 def topic(request: Request, project: str, segment: str) -> Response:
     project = unquote(project)
-    return _serve(request, permissions.TOPIC, handlers.TOPIC, _named(project, "topics"), project, segment)
+    return _serve(request, permissions.TOPIC, handlers.TOPIC, _named(project, "topics"), project=project,
+                  segment=segment)
 
 
 def topic_subscriptions(request: Request, project: str, segment: str) -> Response:
     project = unquote(project)
     return _serve(request, permissions.TOPIC_SUBSCRIPTIONS, handlers.TOPIC_SUBSCRIPTIONS, _named(project, "topics"),
-                  project, segment)
+                  project=project, segment=segment)
 
 
 def subscription(request: Request, project: str, segment: str) -> Response:
     project = unquote(project)
     return _serve(request, permissions.SUBSCRIPTION, handlers.SUBSCRIPTION, _named(project, "subscriptions"),
-                  project, segment)
+                  project=project, segment=segment)
 
 
 _LISTS = {"topics": (permissions.TOPICS, {("GET", ""): handlers.COLLECTION["topics"]}),
@@ -85,14 +86,15 @@ def list_resources(request: Request, project: str, collection: str) -> Response:
     """``GET /v1/projects/{p}/topics`` and ``.../subscriptions``; Google answers 404 for other methods."""
     route, table = _LISTS[collection]
     project = unquote(project)
-    return _serve(request, route, table, _same(project), project)
+    return _serve(request, route, table, _same(project), project=project)
 
 
 # -- projects, members, users (AMS) -----------------------------------------------------------------
 def project(request: Request, segment: str) -> Response:
     """``/v1/projects/{p}``: AMS's project CRUD, ``:metrics``, the push identities."""
     project_id, _ = split_segment(segment)
-    return _serve(request, permissions.PROJECT, account_handlers.PROJECT, _same(project_id), project_id, segment)
+    return _serve(request, permissions.PROJECT, account_handlers.PROJECT, _same(project_id), project=project_id,
+                  segment=segment)
 
 
 def projects(request: Request) -> Response:
@@ -101,13 +103,13 @@ def projects(request: Request) -> Response:
 
 def members(request: Request, project: str) -> Response:
     project = unquote(project)
-    return _serve(request, permissions.MEMBERS, account_handlers.MEMBERS, _same(project), project)
+    return _serve(request, permissions.MEMBERS, account_handlers.MEMBERS, _same(project), project=project)
 
 
 def member(request: Request, project: str, segment: str) -> Response:
     project = unquote(project)
-    return _serve(request, permissions.MEMBER, account_handlers.MEMBER, lambda user: (project, user), project,
-                  segment)
+    return _serve(request, permissions.MEMBER, account_handlers.MEMBER, lambda user: (project, user),
+                  project=project, segment=segment)
 
 
 def users(request: Request) -> Response:
@@ -115,7 +117,7 @@ def users(request: Request) -> Response:
 
 
 def user(request: Request, segment: str) -> Response:
-    return _serve(request, permissions.USER, account_handlers.USER, lambda name: name, "", segment)
+    return _serve(request, permissions.USER, account_handlers.USER, lambda name: name, segment=segment)
 
 
 # Every dispatched route's handler table, by route template (api/permissions.py holds each route's rules).

@@ -47,6 +47,7 @@ class Action(Enum):
 # The project role that grants a read action, and the role that grants an ACL action with an ACL entry.
 _READ_ROLE = {Action.READ_TOPICS: PUBLISHER, Action.READ_SUBSCRIPTIONS: CONSUMER}
 _ACL_ROLE = {Action.PUBLISH: PUBLISHER, Action.CONSUME: CONSUMER}
+_ANYONE = frozenset({Action.PUBLIC, Action.AUTHENTICATED})  # (AUTHENTICATED: the token was already checked)
 
 
 @dataclass(frozen=True)
@@ -81,20 +82,16 @@ def needs_acl(principal: Principal, action: Action, project: str) -> bool:
 
 def allowed(principal: Principal, action: Action, project: str, acl: frozenset[str] = frozenset()) -> bool:
     """Whether ``principal`` may do ``action`` on a resource of ``project`` whose ACL holds the uuids ``acl``."""
-    if action is Action.PUBLIC or principal.is_service_admin or action is Action.AUTHENTICATED:
+    if action in _ANYONE or principal.is_service_admin:
         return True
-    if action is Action.SERVICE_ADMIN:
-        return False
     roles = principal.roles_in(project)
-    if PROJECT_ADMIN in roles:
+    if action is Action.SERVICE_ADMIN or not roles:
+        return False
+    if PROJECT_ADMIN in roles or action is Action.PROJECT_MEMBER:
         return True
-    if action is Action.PROJECT_MEMBER:
-        return bool(roles)
     if action in _READ_ROLE:
         return _READ_ROLE[action] in roles
-    if action in _ACL_ROLE:
-        return _ACL_ROLE[action] in roles and principal.uuid in acl
-    return False
+    return action in _ACL_ROLE and _ACL_ROLE[action] in roles and principal.uuid in acl
 
 
 # -- tokens ---------------------------------------------------------------------------------------------

@@ -108,7 +108,7 @@ class ResourceStore:
     def __init__(self, config: Config) -> None:
         self._ddb = aws.dynamodb(config)
         self._table = config.resources_table
-        self._tokens = PageTokens(config.ack_secret)
+        self._paged = paging.PagedTable(self._ddb, self._table, PageTokens(config.ack_secret))
         self._topics: TtlCache[str, TopicRecord] = TtlCache(config.metadata_cache_seconds)
         self._subs: TtlCache[str, SubscriptionRecord] = TtlCache(config.metadata_cache_seconds)
 
@@ -327,7 +327,7 @@ class ResourceStore:
         return self._count(f"topic#{topic}", "sub#")
 
     def _count(self, pk: str, prefix: str) -> int:
-        return paging.count(self._ddb, self._table, pk, prefix)
+        return self._paged.count(pk, prefix)
 
     def _query(self, pk: str, prefix: str, page_size: int, token: str) -> tuple[list[Item], str]:
-        return paging.query_page(self._ddb, self._table, self._tokens, pk, prefix, page_size, token)
+        return self._paged.page(pk, prefix, page_size, token)
