@@ -170,3 +170,14 @@ def test_push_identities_are_required_in_keys_mode(keys: Services) -> None:
         keys.admin.create_subscription(SUB, spec)
     keys.accounts.set_push_identities(PROJECT, PushIdentitiesRequest(("pusher@example.com",)))
     assert keys.admin.create_subscription(SUB, spec).spec.push_config is not None
+
+
+def test_open_mode_ignores_credentials_and_lets_projects_spring_into_existence(services: Services) -> None:
+    assert services.access.open
+    for token in ("", "garbage", ADMIN_KEY):
+        assert services.access.authenticate(token).is_service_admin
+    assert services.accounts.get_project("never-made").to_wire()["name"] == "never-made"
+    services.admin.create_topic(make("never-made", "topics", "topic-1"), Topic())  # no project item needed
+    with pytest.raises(Unauthenticated):  # positive control: the same call in keys mode
+        Services.build(dataclasses.replace(services.ctx, config=dataclasses.replace(
+            services.ctx.config, auth_mode="keys", admin_key=ADMIN_KEY))).access.authenticate("garbage")
