@@ -162,3 +162,23 @@ def test_refresh_and_deletion_take_effect_within_the_bound(keys_stack: RunningSt
     assert ok(keys_stack, "GET", "/v1/users/profile", token=new)["name"] == "temp"
     ok(keys_stack, "DELETE", "/v1/users/temp")
     await_status(keys_stack, new, 401)
+
+
+def test_google_iam_methods_view_the_acls(keys_stack: RunningStack, tokens: dict[str, str]) -> None:
+    boss = pubsub_v1.PublisherClient(transport="rest", client_options=client_options(keys_stack),
+                                     credentials=Credentials(tokens["boss"]))
+    policy = boss.get_iam_policy(request={"resource": TOPIC})
+    assert [(b.role, list(b.members)) for b in policy.bindings] == [("roles/pubsub.publisher", ["user:pub"])]
+    policy.bindings[0].members.append("user:con")
+    changed = boss.set_iam_policy(request={"resource": TOPIC, "policy": policy})
+    assert sorted(changed.bindings[0].members) == ["user:con", "user:pub"]
+    assert ok(keys_stack, "GET", f"/v1/{TOPIC}:acl", token=tokens["boss"]) == {"authorized_users": ["con", "pub"]}
+    with pytest.raises(gexc.GoogleAPICallError):  # the etag of the policy before the change is stale now
+        boss.set_iam_policy(request={"resource": TOPIC, "policy": policy})
+    asked = ["pubsub.topics.publish", "pubsub.topics.delete"]
+    for who, holds in (("pub", ["pubsub.topics.publish"]), ("con", [])):  # con is on the ACL, not a publisher
+        client = pubsub_v1.PublisherClient(transport="rest", client_options=client_options(keys_stack),
+                                           credentials=Credentials(tokens[who]))
+        held = client.test_iam_permissions(request={"resource": TOPIC, "permissions": asked})
+        assert list(held.permissions) == holds, who
+    ok(keys_stack, "POST", f"/v1/{TOPIC}:modifyAcl", {"authorized_users": ["pub"]}, tokens["boss"])
