@@ -7,9 +7,13 @@ from typing import Any
 
 from chalice.app import Chalice, Rate, Request, Response
 
+from chalicelib import config, runtime
 from chalicelib.api import jwks, routes
+from chalicelib.api import permissions as paths
 from chalicelib.api.http import CONTENT_TYPES
 from chalicelib.delivery import handlers
+
+runtime.check_secrets(config.load())  # refuse to start on a missing or built-in secret (docs/security.md)
 
 app = Chalice(app_name="metro")
 app.api.binary_types = []  # bodies are JSON; keep them as text
@@ -21,44 +25,68 @@ def _request() -> Request:
     return request
 
 
-_TOPIC = "/v1/projects/{project}/topics/{topic}"
-_SUB = "/v1/projects/{project}/subscriptions/{subscription}"
 _ALL = ["GET", "PUT", "PATCH", "DELETE", "POST"]
 
 
-@app.route("/", methods=["GET"])
+@app.route(paths.ROOT, methods=["GET"])
 def index() -> Response:
     return routes.root()
 
 
-@app.route("/v1/projects/{project}", methods=_ALL, content_types=CONTENT_TYPES)
+@app.route(paths.PROJECT, methods=_ALL, content_types=CONTENT_TYPES)
 def project(project: str) -> Response:
     return routes.project(_request(), project)
 
 
-@app.route("/v1/projects/{project}/topics", methods=_ALL, content_types=CONTENT_TYPES)
+@app.route(paths.TOPICS, methods=_ALL, content_types=CONTENT_TYPES)
 def list_topics(project: str) -> Response:
     return routes.list_resources(_request(), project, "topics")
 
 
-@app.route(_TOPIC, methods=_ALL, content_types=CONTENT_TYPES)
+@app.route(paths.TOPIC, methods=_ALL, content_types=CONTENT_TYPES)
 def topic(project: str, topic: str) -> Response:
     return routes.topic(_request(), project, topic)
 
 
-@app.route(_TOPIC + "/subscriptions", methods=_ALL, content_types=CONTENT_TYPES)
+@app.route(paths.TOPIC_SUBSCRIPTIONS, methods=_ALL, content_types=CONTENT_TYPES)
 def topic_subscriptions(project: str, topic: str) -> Response:
     return routes.topic_subscriptions(_request(), project, topic)
 
 
-@app.route("/v1/projects/{project}/subscriptions", methods=_ALL, content_types=CONTENT_TYPES)
+@app.route(paths.SUBSCRIPTIONS, methods=_ALL, content_types=CONTENT_TYPES)
 def list_subscriptions(project: str) -> Response:
     return routes.list_resources(_request(), project, "subscriptions")
 
 
-@app.route(_SUB, methods=_ALL, content_types=CONTENT_TYPES)
+@app.route(paths.SUBSCRIPTION, methods=_ALL, content_types=CONTENT_TYPES)
 def subscription(project: str, subscription: str) -> Response:
     return routes.subscription(_request(), project, subscription)
+
+
+# --- identity: AMS's projects, project members and users ---
+@app.route(paths.PROJECTS, methods=_ALL, content_types=CONTENT_TYPES)
+def projects() -> Response:
+    return routes.projects(_request())
+
+
+@app.route(paths.MEMBERS, methods=_ALL, content_types=CONTENT_TYPES)
+def members(project: str) -> Response:
+    return routes.members(_request(), project)
+
+
+@app.route(paths.MEMBER, methods=_ALL, content_types=CONTENT_TYPES)
+def member(project: str, user: str) -> Response:
+    return routes.member(_request(), project, user)
+
+
+@app.route(paths.USERS, methods=_ALL, content_types=CONTENT_TYPES)
+def users() -> Response:
+    return routes.users(_request())
+
+
+@app.route(paths.USER, methods=_ALL, content_types=CONTENT_TYPES)
+def user(user: str) -> Response:
+    return routes.user(_request(), user)
 
 
 @app.schedule(Rate(1, unit=Rate.HOURS), name="maintenance")
@@ -74,12 +102,12 @@ def fanout(event: Any) -> dict[str, Any]:
 
 
 # --- push delivery: the keys that verify push tokens, and the push handler ---
-@app.route("/v1/jwks", methods=["GET"])
+@app.route(paths.JWKS, methods=["GET"])
 def push_jwks() -> Response:
     return jwks.jwks()
 
 
-@app.route("/.well-known/jwks.json", methods=["GET"])
+@app.route(paths.JWKS_WELL_KNOWN, methods=["GET"])
 def push_jwks_well_known() -> Response:
     return jwks.jwks()
 

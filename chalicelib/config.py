@@ -10,6 +10,20 @@ def _env(name: str, default: str) -> str:
     return os.environ.get(name, default)
 
 
+MAX_AUTH_CACHE_SECONDS = 60.0
+LOCAL_ACK_SECRET = "metro-local-secret"  # local mode only: a deployed Metro refuses to start with it
+
+
+def _auth_mode() -> str:
+    """``open`` (everyone is service_admin) or ``keys`` (a token on every route); keys when deployed."""
+    deployed = _env("METRO_MODE", "local") == "aws"
+    return _env("METRO_AUTH", "keys" if deployed else "open").strip().lower()
+
+
+def _auth_cache_seconds() -> float:
+    return min(max(float(_env("METRO_AUTH_CACHE_SECONDS", "30")), 0.0), MAX_AUTH_CACHE_SECONDS)
+
+
 @dataclass(frozen=True)
 class Quotas:
     """Per-project resource quotas (docs/security.md); 0 switches one off. Google's defaults where it has them."""
@@ -31,7 +45,7 @@ class Config:
     leases_table: str = field(default_factory=lambda: _env("METRO_LEASES_TABLE", "metro-leases"))
     bucket: str = field(default_factory=lambda: _env("METRO_BUCKET", "metro-messages"))
     queue_prefix: str = field(default_factory=lambda: _env("METRO_QUEUE_PREFIX", "metro"))
-    ack_secret: bytes = field(default_factory=lambda: _env("METRO_ACK_SECRET", "metro-local-secret").encode())
+    ack_secret: bytes = field(default_factory=lambda: _env("METRO_ACK_SECRET", LOCAL_ACK_SECRET).encode())
     # Bodies up to this many bytes travel inline in the SQS message; larger ones are read from S3.
     inline_max_bytes: int = field(default_factory=lambda: int(_env("METRO_INLINE_MAX_BYTES", str(40 * 1024))))
     # How long a pull without returnImmediately waits for a first message.
@@ -53,6 +67,13 @@ class Config:
     dead_letter_retry_seconds: int = field(default_factory=lambda: int(_env("METRO_DEAD_LETTER_RETRY_SECONDS",
                                                                            "300")))
     quotas: Quotas = field(default_factory=Quotas)
+    # --- identity and access (docs/security.md) ---
+    auth_mode: str = field(default_factory=_auth_mode)
+    # The service admin's token (the bootstrap principal); required in keys mode, never defaulted.
+    admin_key: str = field(default_factory=lambda: _env("METRO_ADMIN_KEY", ""))
+    # How long a token's principal and a resource's ACL are cached in a warm process (at most 60 s):
+    # a refreshed or revoked token, or a changed ACL, takes effect through other instances within it.
+    auth_cache_seconds: float = field(default_factory=_auth_cache_seconds)
     # How many times one message may be dead-lettered (each forward adds a hop); past this it is dropped, so
     # dead-letter topics that feed each other in a cycle cannot multiply a message without end.
     dead_letter_max_hops: int = field(default_factory=lambda: int(_env("METRO_DEAD_LETTER_MAX_HOPS", "5")))

@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import functools
+import logging
 from dataclasses import dataclass
 
 from chalicelib import config
+from chalicelib.service.access import AccessService
+from chalicelib.service.accounts import AccountService
 from chalicelib.service.admin import AdminService
 from chalicelib.service.context import Context
 from chalicelib.service.publish import PublishService
 from chalicelib.service.pull import PullService
 from chalicelib.service.usage import UsageService
+
+log = logging.getLogger("metro.runtime")
+MIN_ADMIN_KEY_CHARS = 32
 
 
 @dataclass(frozen=True)
@@ -20,15 +26,36 @@ class Services:
     publish: PublishService
     pull: PullService
     usage: UsageService
+    access: AccessService
+    accounts: AccountService
 
     @classmethod
     def build(cls, ctx: Context) -> Services:
-        return cls(ctx, AdminService(ctx), PublishService(ctx), PullService(ctx), UsageService(ctx))
+        access = AccessService(ctx)
+        return cls(ctx, AdminService(ctx), PublishService(ctx), PullService(ctx), UsageService(ctx), access,
+                   AccountService(ctx, access))
+
+
+def check_secrets(cfg: config.Config) -> None:
+    """Refuse to start with an unknown auth mode, keys mode without a real admin key, or a deployed Metro on
+    the built-in local secret; warn about a deployed stage left open."""
+    if cfg.auth_mode not in ("open", "keys"):
+        raise RuntimeError(f"METRO_AUTH must be 'open' or 'keys', not {cfg.auth_mode!r}")
+    if cfg.auth_mode == "keys" and len(cfg.admin_key) < MIN_ADMIN_KEY_CHARS:
+        raise RuntimeError(f"METRO_AUTH=keys needs METRO_ADMIN_KEY, the service admin's token "
+                           f"(at least {MIN_ADMIN_KEY_CHARS} characters; e.g. python -c "
+                           "'import secrets; print(secrets.token_urlsafe(32))')")
+    if cfg.deployed and cfg.ack_secret == config.LOCAL_ACK_SECRET.encode():
+        raise RuntimeError("METRO_ACK_SECRET must be set to a real secret when deployed (METRO_MODE=aws)")
+    if cfg.deployed and cfg.auth_mode == "open":
+        log.warning("METRO_AUTH=open on a deployed stage: every caller is service_admin of every project")
 
 
 @functools.lru_cache(maxsize=1)
 def services() -> Services:
-    return Services.build(Context.from_config(config.load()))
+    cfg = config.load()
+    check_secrets(cfg)
+    return Services.build(Context.from_config(cfg))
 
 
 def reset() -> None:

@@ -9,7 +9,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from chalicelib.api import requests
+from chalicelib.api import account_requests, requests
+from chalicelib.core.identity import OPEN_PRINCIPAL, Principal
 from chalicelib.core.models import Subscription
 from chalicelib.core.names import Name
 from chalicelib.core.records import SubscriptionRecord
@@ -19,10 +20,12 @@ from chalicelib.runtime import services
 
 @dataclass(frozen=True)
 class Incoming:
-    """A request as a handler sees it: the JSON body (``{}`` for GET and DELETE) and the query parameters."""
+    """A request as a handler sees it: the JSON body (``{}`` for GET and DELETE), the query parameters, and
+    the principal it acts as (already authorized for the route by api/routes.py)."""
 
     body: Any
     params: Mapping[str, str]
+    principal: Principal = OPEN_PRINCIPAL
 
 
 Result = ToWire | dict[str, Any]  # pull's results are still plain JSON objects
@@ -122,6 +125,39 @@ def project_metrics(project: str, incoming: Incoming) -> Result:
     return services().usage.project_metrics(project)
 
 
+# -- access lists: AMS's :acl and :modifyAcl, Google's IAM policy methods, on topics and subscriptions ------
+def get_acl(name: Name, incoming: Incoming) -> Result:
+    return services().access.authorized_users(name)
+
+
+def modify_acl(name: Name, incoming: Incoming) -> Result:
+    services().access.modify_acl(name, account_requests.acl_request(incoming.body))
+    return EMPTY
+
+
+def get_iam_policy(name: Name, incoming: Incoming) -> Result:
+    return services().access.policy(name)
+
+
+def set_iam_policy(name: Name, incoming: Incoming) -> Result:
+    return services().access.set_policy(name, account_requests.set_policy_request(incoming.body, name.collection))
+
+
+def test_iam_permissions(name: Name, incoming: Incoming) -> Result:
+    query = account_requests.permissions_request(incoming.body)
+    return services().access.test_permissions(incoming.principal, name, query)
+
+
+ACL: Mapping[tuple[str, str], Handler] = {
+    ("GET", "acl"): get_acl,
+    ("POST", "modifyAcl"): modify_acl,
+    ("GET", "getIamPolicy"): get_iam_policy,
+    ("POST", "getIamPolicy"): get_iam_policy,
+    ("POST", "setIamPolicy"): set_iam_policy,
+    ("POST", "testIamPermissions"): test_iam_permissions,
+}
+
+
 # -- route tables: (HTTP method, verb after the colon) -> handler ---------------------------------------
 TOPIC: Mapping[tuple[str, str], Handler] = {
     ("PUT", ""): create_topic,
@@ -130,6 +166,7 @@ TOPIC: Mapping[tuple[str, str], Handler] = {
     ("DELETE", ""): delete_topic,
     ("POST", "publish"): publish,
     ("GET", "metrics"): topic_metrics,
+    **ACL,
 }
 TOPIC_SUBSCRIPTIONS: Mapping[tuple[str, str], Handler] = {
     ("GET", ""): topic_subscriptions,
@@ -145,11 +182,9 @@ SUBSCRIPTION: Mapping[tuple[str, str], Handler] = {
     ("POST", "modifyPushConfig"): modify_push_config,
     ("POST", "detach"): detach_subscription,
     ("GET", "metrics"): subscription_metrics,
+    **ACL,
 }
 COLLECTION: Mapping[str, CollectionHandler] = {  # collections are only listed (GET)
     "topics": list_topics,
     "subscriptions": list_subscriptions,
-}
-PROJECT: Mapping[tuple[str, str], CollectionHandler] = {
-    ("GET", "metrics"): project_metrics,
 }

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from chalicelib.core.accounts import ProjectRoles
 from chalicelib.core.messages import NewMessage
 from chalicelib.core.models import PushConfig, Subscription, Topic
 
@@ -63,3 +64,52 @@ class ModifyPushConfigRequest:
     """An empty push config (no endpoint) turns the subscription into a pull subscription."""
 
     push_config: PushConfig
+
+
+# -- identity and access (AMS users, projects and ACLs; Google's IAM methods) -----------------------------
+@dataclass(frozen=True)
+class ProjectRequest:
+    """``POST``/``PUT /v1/projects/{p}``: the description (None: unchanged on update)."""
+
+    description: str | None = None
+
+
+@dataclass(frozen=True)
+class UserRequest:
+    """``POST``/``PUT /v1/users/{name}``; on update, a field left None is unchanged."""
+
+    projects: tuple[ProjectRoles, ...] | None = None
+    service_roles: tuple[str, ...] | None = None
+    email: str | None = None
+    first_name: str | None = None
+    last_name: str | None = None
+    organization: str | None = None
+    description: str | None = None
+
+
+@dataclass(frozen=True)
+class RolesRequest:
+    """A member's roles in one project (``members/{user}:add``, ``PUT members/{user}``)."""
+
+    roles: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class AclRequest:
+    """AMS's ``:modifyAcl`` (``authorized_users``) or Google's ``:setIamPolicy`` (members ``user:<name>``);
+    ``etag``, when given, must be the current policy's."""
+
+    names: tuple[str, ...]
+    etag: str = ""
+
+
+@dataclass(frozen=True)
+class PermissionsQuery:
+    permissions: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class PushIdentitiesRequest:
+    """The service accounts a project's push subscriptions may name in ``oidcToken``."""
+
+    service_accounts: tuple[str, ...]

@@ -99,7 +99,9 @@ class Stack:
         self.push_pump.start()
         self.schedule.start()
         endpoint = self.config.endpoint_url or "AWS"
-        print(f"Metro listening on http://{self.local.host}:{self.local.port} (AWS: {endpoint})", flush=True)
+        auth = "open: every caller is service_admin" if self.config.auth_mode == "open" else "keys required"
+        print(f"Metro listening on http://{self.local.host}:{self.local.port} (AWS: {endpoint}; auth: {auth})",
+              flush=True)
         self.server.server.serve_forever(poll_interval=0.2)
 
     def stop(self) -> None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from chalicelib.config import Config
 from chalicelib.core.ackids import AckIdCodec
 from chalicelib.core.ids import IdSource
+from chalicelib.store.identity import IdentityStore
 from chalicelib.store.leases import ExactLeases, SkipStore
 from chalicelib.store.log import MessageLog
 from chalicelib.store.mappings import MappingStore
@@ -35,6 +36,7 @@ class Context:
     push: PushStore
     mappings: MappingStore
     usage: UsageStore
+    identity: IdentityStore
     clock: Clock = time.time
     ids: IdSource = field(default_factory=IdSource)
 
@@ -47,4 +49,5 @@ class Context:
         return cls(config=config, resources=ResourceStore(config), log=MessageLog(config), queues=QueueStore(config),
                    exact=ExactLeases(config), skips=SkipStore(config),
                    push=PushStore(config), mappings=MappingStore(config), usage=UsageStore(config),
+                   identity=IdentityStore(config),
                    clock=clock, ids=ids or IdSource())

@@ -4,7 +4,8 @@ Hooks called by the admin use cases (service/admin.py, which also owns ``:modify
 
 - :func:`validate` on create and update: the endpoint must pass core/endpoints.py (https and a
   public address when deployed; ``METRO_PUSH_ALLOW_LIST`` lifts the address rule), an
-  ``oidcToken`` needs a service account email and a signing key, and only one wrapper may be set;
+  ``oidcToken`` needs a service account email and a signing key (and, with ``METRO_AUTH=keys``, one
+  the project registered as a push identity), and only one wrapper may be set;
 - :func:`sync` after create, update and delete: keeps the push index item (how the push handler
   and the local push pump find push subscriptions) and, when deployed, the Lambda event source
   mapping of the subscription's queue in line with the subscription.
@@ -19,6 +20,7 @@ import functools
 import logging
 
 from chalicelib.config import Config
+from chalicelib.core import names
 from chalicelib.core.endpoints import validate_push_endpoint
 from chalicelib.core.errors import FailedPrecondition, InvalidArgument, PermissionDenied
 from chalicelib.core.models import Subscription
@@ -123,6 +125,15 @@ def validate(ctx: Context, spec: Subscription, previous: Subscription | None = N
         if not service_account_allowed(config, email):
             raise PermissionDenied(f"The caller does not have permission to act as service account {email} "
                                    "(iam.serviceAccounts.actAs); see METRO_PUSH_SERVICE_ACCOUNTS.")
+        if config.auth_mode == "keys" and not registered_identity(ctx, spec.name, email):
+            raise PermissionDenied(f"Service account {email} is not a push identity of this project "
+                                   "(a project_admin registers it with :modifyPushIdentities).")
+
+
+def registered_identity(ctx: Context, subscription: str, email: str) -> bool:
+    """Whether the subscription's project registered ``email`` as a push identity (keys mode)."""
+    project = ctx.identity.get_project(names.parse(subscription, "subscriptions").project)
+    return project is not None and email.strip().lower() in project.push_identities
 
 
 # -- side effects -------------------------------------------------------------------------------------

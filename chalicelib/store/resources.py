@@ -5,6 +5,9 @@ Items (hash key ``pk``, range key ``sk``):
 - subscription: pk=``project#{p}``        sk=``sub#{id}``    doc, created, queue_url, queue_gen
 - topic index:  pk=``topic#{topic name}`` sk=``sub#{name}``  a copy of the subscription item
 
+Topic and subscription items also hold ``acl``: the uuids of the users allowed to publish to the topic or
+consume from the subscription (core/identity.py); it goes with the resource when the resource is deleted.
+
 The index item lets fan-out find a topic's subscriptions (with everything it needs to deliver)
 in one strongly consistent Query. Subscription and index item change together, in one
 transaction, conditioned on the topic's existence at creation.
@@ -20,17 +23,17 @@ from typing import TYPE_CHECKING, TypeVar
 from botocore.exceptions import ClientError
 
 from chalicelib.config import Config
-from chalicelib.core.errors import AlreadyExists, InvalidArgument, NotFound
+from chalicelib.core.errors import AlreadyExists, NotFound
 from chalicelib.core.models import Subscription, Topic
-from chalicelib.core.names import Name
+from chalicelib.core.names import COLLECTIONS, Name
 from chalicelib.core.pagetokens import PageTokens
 from chalicelib.core.records import SubscriptionRecord, TopicRecord
 from chalicelib.core.ttlcache import TtlCache
-from chalicelib.store import aws
+from chalicelib.store import aws, paging
 from chalicelib.store.errors import aws_errors, client_error, code_of
 
 if TYPE_CHECKING:
-    from mypy_boto3_dynamodb.type_defs import QueryInputTypeDef, ScanInputTypeDef, TransactWriteItemTypeDef
+    from mypy_boto3_dynamodb.type_defs import ScanInputTypeDef, TransactWriteItemTypeDef
 
     from chalicelib.store.aws import Item
 
@@ -46,18 +49,12 @@ def _sub_key(name: Name) -> Item:
     return {"pk": {"S": f"project#{name.project}"}, "sk": {"S": f"sub#{name.id}"}}
 
 
+def _resource_key(name: Name) -> Item:
+    return _topic_key(name) if name.collection == "topics" else _sub_key(name)
+
+
 def _index_key(topic: str, sub: str) -> Item:
     return {"pk": {"S": f"topic#{topic}"}, "sk": {"S": f"sub#{sub}"}}
-
-
-def _start_key(pk: str, prefix: str, position: dict[str, str] | None) -> Item | None:
-    """The ExclusiveStartKey of a verified page token's position (the sort key where the last page ended)."""
-    if position is None:
-        return None
-    sort_key = position.get("sk", "")
-    if set(position) != {"sk"} or not sort_key.startswith(prefix):
-        raise InvalidArgument("Invalid page token")
-    return {"pk": {"S": pk}, "sk": {"S": sort_key}}
 
 
 def _cancellation_reasons(exc: ClientError) -> list[str]:
@@ -111,7 +108,7 @@ class ResourceStore:
     def __init__(self, config: Config) -> None:
         self._ddb = aws.dynamodb(config)
         self._table = config.resources_table
-        self._tokens = PageTokens(config.ack_secret)
+        self._paged = paging.PagedTable(self._ddb, self._table, PageTokens(config.ack_secret))
         self._topics: TtlCache[str, TopicRecord] = TtlCache(config.metadata_cache_seconds)
         self._subs: TtlCache[str, SubscriptionRecord] = TtlCache(config.metadata_cache_seconds)
 
@@ -148,11 +145,13 @@ class ResourceStore:
 
     def put_topic(self, name: Name, rec: TopicRecord) -> None:
         self._topics.drop(name.path)
-        item: Item = {**_topic_key(name), "doc": {"S": rec.spec.model_dump_json(by_alias=True, exclude_none=True)},
-                      "created": {"N": repr(rec.created)}}
-        try:
+        values: Item = {":doc": {"S": rec.spec.model_dump_json(by_alias=True, exclude_none=True)},
+                        ":created": {"N": repr(rec.created)}}
+        try:  # an update, not a put: the topic's ACL (an attribute of the item) stays
             with aws_errors("UpdateTopic"):
-                self._ddb.put_item(TableName=self._table, Item=item, ConditionExpression="attribute_exists(pk)")
+                self._ddb.update_item(TableName=self._table, Key=_topic_key(name), ExpressionAttributeValues=values,
+                                      UpdateExpression="SET doc = :doc, created = :created",
+                                      ConditionExpression="attribute_exists(pk)")
         except ClientError as exc:
             if code_of(exc) == "ConditionalCheckFailedException":
                 raise NotFound("Topic not found") from None
@@ -212,8 +211,12 @@ class ResourceStore:
         """Replace a subscription and its topic index item; ``old_topic`` index item is removed."""
         self._subs.drop(name.path)
         item = _sub_item(rec)
-        ops: list[TransactWriteItemTypeDef] = [{"Put": {"TableName": self._table, "Item": {**_sub_key(name), **item},
-                                              "ConditionExpression": "attribute_exists(pk)"}}]
+        # An update, not a put, so the ACL (an attribute of the item) stays; the activity mark goes, as with a put.
+        ops: list[TransactWriteItemTypeDef] = [{"Update": {
+            "TableName": self._table, "Key": _sub_key(name), "ConditionExpression": "attribute_exists(pk)",
+            "UpdateExpression": "SET doc = :doc, created = :created, queue_url = :queue_url, queue_gen = :queue_gen "
+                                "REMOVE active",
+            "ExpressionAttributeValues": {f":{k}": v for k, v in item.items()}}}]
         if rec.attached:
             ops.append({"Put": {"TableName": self._table, "Item": {**_index_key(rec.spec.topic, name.path), **item}}})
         if old_topic and (old_topic != rec.spec.topic or not rec.attached):
@@ -243,6 +246,36 @@ class ResourceStore:
             raise client_error(exc, "DeleteSubscription") from exc
         finally:  # a reader may have cached the old record while the write ran
             self._subs.drop(name.path)
+
+    # -- access lists (the uuids of the users a topic's publishers or a subscription's consumers may be) ----
+    def acl(self, name: Name) -> frozenset[str] | None:
+        """The ACL of a topic or subscription; None when the resource does not exist."""
+        with aws_errors("GetAcl"):
+            item = self._ddb.get_item(TableName=self._table, Key=_resource_key(name), ConsistentRead=True,
+                                      ProjectionExpression="pk, acl").get("Item")
+        if item is None:
+            return None
+        return frozenset(v["S"] for v in item.get("acl", {}).get("L", []))
+
+    def set_acl(self, name: Name, users: tuple[str, ...]) -> None:
+        try:
+            with aws_errors("ModifyAcl"):
+                self._ddb.update_item(TableName=self._table, Key=_resource_key(name), UpdateExpression="SET acl = :a",
+                                      ExpressionAttributeValues={":a": {"L": [{"S": u} for u in users]}},
+                                      ConditionExpression="attribute_exists(pk)")
+        except ClientError as exc:
+            if code_of(exc) == "ConditionalCheckFailedException":
+                raise NotFound(f"{COLLECTIONS[name.collection].capitalize()} not found") from None
+            raise client_error(exc, "ModifyAcl") from exc
+
+    def acl_holdings(self, project: str, user: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The ids of the topics and of the subscriptions of ``project`` whose ACL lists the uuid ``user``."""
+        def held(prefix: str) -> tuple[str, ...]:
+            items, _ = self._query(f"project#{project}", prefix, 0, "")
+            return tuple(i["sk"]["S"].removeprefix(prefix) for i in items
+                         if any(v.get("S") == user for v in i.get("acl", {}).get("L", [])))
+
+        return held("topic#"), held("sub#")
 
     def mark_active(self, name: Name, now: float) -> None:
         """Record subscriber activity (for expirationPolicy); callers rate-limit it."""
@@ -294,47 +327,7 @@ class ResourceStore:
         return self._count(f"topic#{topic}", "sub#")
 
     def _count(self, pk: str, prefix: str) -> int:
-        """How many items under ``pk`` have a sort key with ``prefix`` (Select=COUNT: no item is returned)."""
-        args: QueryInputTypeDef = {
-            "TableName": self._table,
-            "KeyConditionExpression": "pk = :pk AND begins_with(sk, :prefix)",
-            "ExpressionAttributeValues": {":pk": {"S": pk}, ":prefix": {"S": prefix}},
-            "Select": "COUNT",
-        }
-        total = 0
-        with aws_errors("Count"):
-            while True:
-                resp = self._ddb.query(**args)
-                total += resp.get("Count", 0)
-                last = resp.get("LastEvaluatedKey")
-                if not last:
-                    return total
-                args["ExclusiveStartKey"] = last
+        return self._paged.count(pk, prefix)
 
     def _query(self, pk: str, prefix: str, page_size: int, token: str) -> tuple[list[Item], str]:
-        """One page (``page_size`` 0: every item) of the items under ``pk`` whose sort key has ``prefix``."""
-        scope = f"{pk}\n{prefix}"
-        args: QueryInputTypeDef = {
-            "TableName": self._table,
-            "KeyConditionExpression": "pk = :pk AND begins_with(sk, :prefix)",
-            "ExpressionAttributeValues": {":pk": {"S": pk}, ":prefix": {"S": prefix}},
-            "ConsistentRead": True,
-        }
-        start = _start_key(pk, prefix, self._tokens.decode(scope, token))
-        if start:
-            args["ExclusiveStartKey"] = start
-        items: list[Item] = []
-        with aws_errors("List"):
-            while True:
-                if page_size:  # one item more than the page: it tells whether another page follows
-                    args["Limit"] = page_size + 1 - len(items)
-                resp = self._ddb.query(**args)
-                items.extend(resp.get("Items", []))
-                last = resp.get("LastEvaluatedKey")
-                if not last or (page_size and len(items) > page_size):
-                    break
-                args["ExclusiveStartKey"] = last
-        if page_size and len(items) > page_size:
-            del items[page_size:]
-            return items, self._tokens.encode(scope, {"sk": items[-1]["sk"]["S"]})
-        return items, ""
+        return self._paged.page(pk, prefix, page_size, token)

@@ -26,7 +26,7 @@ LISTINGS = [f"/v1/projects/{P}/topics", f"/v1/projects/{P}/subscriptions", f"/v1
 def http(services: Services) -> Iterator[Client]:
     """The app's routes over the fixture's moto backend (the app builds its own services from the same config)."""
     runtime.reset()
-    with Client(app) as client:
+    with Client(app, stage_name="local") as client:  # "dev" is a deployed stage: keys mode
         made = [(f"/v1/projects/{P}/topics/topic-{i}", {}) for i in range(N)]
         made += [(f"/v1/projects/{OTHER}/topics/topic-0", {})]
         made += [(f"/v1/projects/{P}/subscriptions/sub-{i}", {"topic": TOPIC}) for i in range(N)]
