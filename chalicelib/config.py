@@ -71,6 +71,9 @@ class Config:
     auth_mode: str = field(default_factory=_auth_mode)
     # The service admin's token (the bootstrap principal); required in keys mode, never defaulted.
     admin_key: str = field(default_factory=lambda: _env("METRO_ADMIN_KEY", ""))
+    # Deployed: the SSM Parameter Store path of the stage's secrets (SecureString parameters ack-secret,
+    # admin-key and push-signing-key, created by the deploy); they replace the variables above at start.
+    secrets_path: str = field(default_factory=lambda: _env("METRO_SECRETS_SSM_PATH", ""))
     # How long a token's principal and a resource's ACL are cached in a warm process (at most 60 s):
     # a refreshed or revoked token, or a changed ACL, takes effect through other instances within it.
     auth_cache_seconds: float = field(default_factory=_auth_cache_seconds)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 from dataclasses import dataclass
@@ -14,6 +15,7 @@ from chalicelib.service.context import Context
 from chalicelib.service.publish import PublishService
 from chalicelib.service.pull import PullService
 from chalicelib.service.usage import UsageService
+from chalicelib.store.secrets import load_secrets
 
 log = logging.getLogger("metro.runtime")
 MIN_ADMIN_KEY_CHARS = 32
@@ -51,9 +53,22 @@ def check_secrets(cfg: config.Config) -> None:
         log.warning("METRO_AUTH=open on a deployed stage: every caller is service_admin of every project")
 
 
+def with_stored_secrets(cfg: config.Config) -> config.Config:
+    """Deployed with METRO_SECRETS_SSM_PATH: the secrets come from SSM Parameter Store, not the environment."""
+    if not cfg.secrets_path:
+        return cfg
+    found = load_secrets(cfg)
+    return dataclasses.replace(
+        cfg,
+        ack_secret=found["ack-secret"].encode() if "ack-secret" in found else cfg.ack_secret,
+        admin_key=found.get("admin-key", cfg.admin_key),
+        push_signing_key=found.get("push-signing-key", cfg.push_signing_key),
+    )
+
+
 @functools.lru_cache(maxsize=1)
 def services() -> Services:
-    cfg = config.load()
+    cfg = with_stored_secrets(config.load())
     check_secrets(cfg)
     return Services.build(Context.from_config(cfg))
 

@@ -17,7 +17,7 @@ ALLOWED: dict[str, set[str]] = {
     "service": {"core", "store", "config"},
     "delivery": {"core", "store", "service", "config", "runtime"},
     "api": {"core", "service", "runtime", "config"},
-    "runtime": {"service", "config"},
+    "runtime": {"service", "store", "config"},  # the composition root: builds the stores and services
     "config": set(),
 }
 # Third-party or standard modules that do I/O: only the listed packages may import them.
