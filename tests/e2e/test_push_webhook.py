@@ -62,6 +62,22 @@ class Hook:
     def ids(self) -> list[str]:
         return [r.message_id for r in list(self.requests)]
 
+    def wait_for_message(self, message_id: str, timeout: float) -> Request:
+        """The first push of ``message_id``, also when it came before this call.
+
+        A push may arrive before the publish that sent it has returned (direct fan-out enqueues the
+        message, then records the publish), so a wait for "one request more than after the publish"
+        can count the awaited push as already there and wait for one that never comes.
+        """
+        end = time.monotonic() + timeout
+        while True:
+            for request in list(self.requests):
+                if request.message_id == message_id:
+                    return request
+            if time.monotonic() >= end:
+                raise AssertionError(f"message {message_id} was not pushed within {timeout}s")
+            time.sleep(0.02)
+
     def quiet_after(self, publish_marker: Callable[[], str], window: float = 1.0, timeout: float = 15) -> list[Request]:
         """For "nothing more arrives" checks: publish a marker message to this hook's subscription and wait until
         it arrives (the positive control: the same wait does see a delivery) and ``window`` seconds have passed.
