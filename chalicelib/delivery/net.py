@@ -112,16 +112,22 @@ def _connect(target: Target, address: Address, deadline: float) -> socket.socket
         raise
 
 
-def _open(target: Target, deadline: float) -> tuple[socket.socket, Destination]:
-    """A connection to one of the checked addresses, kept or new (the first address that answers)."""
+def _kept(target: Target) -> tuple[socket.socket, Destination] | None:
+    """A kept connection to one of the checked addresses, if there is one."""
     endpoint = target.endpoint
-    if not target.addresses:
-        raise ConnectionError(f"{endpoint.host} does not resolve")
     for address in target.addresses:
         dest = (endpoint.scheme, str(address), endpoint.port, endpoint.host)
         sock = _take_idle(dest)
         if sock is not None:
             return sock, dest
+    return None
+
+
+def _open(target: Target, deadline: float) -> tuple[socket.socket, Destination]:
+    """A new connection to one of the checked addresses (the first address that answers)."""
+    endpoint = target.endpoint
+    if not target.addresses:
+        raise ConnectionError(f"{endpoint.host} does not resolve")
     failure: Exception = ConnectionError(f"no address of {endpoint.host} answered")
     for address in target.addresses:
         dest = (endpoint.scheme, str(address), endpoint.port, endpoint.host)
@@ -244,9 +250,23 @@ def _read_body(sock: socket.socket, length: int | None, rest: bytes, deadline: f
 
 
 def post(target: Target, body: bytes, headers: dict[str, str], deadline: float) -> int:
-    """POST ``body`` to ``target``; the final HTTP status. Raises on a timeout or a connection failure."""
+    """POST ``body`` to ``target``; the final HTTP status. Raises on a timeout or a connection failure.
+
+    A kept connection the server closed meanwhile fails before any byte of an answer: the request then
+    goes once more, on a new connection (push is at-least-once, so a repeat is allowed).
+    """
     head = request_head(target, len(body), headers)
-    sock, dest = _open(target, deadline)
+    kept = _kept(target)
+    if kept is not None:
+        try:
+            return _exchange(kept, head, body, deadline)
+        except ConnectionError:  # also a reset or a broken pipe
+            _left(deadline)
+    return _exchange(_open(target, deadline), head, body, deadline)
+
+
+def _exchange(conn: tuple[socket.socket, Destination], head: bytes, body: bytes, deadline: float) -> int:
+    sock, dest = conn
     answer: Answer | None = None
     try:
         if len(body) <= 64 * 1024:

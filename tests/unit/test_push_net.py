@@ -153,6 +153,24 @@ def test_long_or_unframed_answers_close_the_connection(servers: Callable[..., Se
         assert len(server.peers) == 2
 
 
+def test_a_kept_connection_the_server_dropped_is_retried_once_on_a_new_one(servers: Callable[..., Server]) -> None:
+    """A server that keeps a connection open but hangs up on its next request (an idle timeout racing the
+    request): the push is not lost to that race, it goes again on a fresh connection."""
+    answered: set[int] = set()  # client ports of the connections that got their one answer
+
+    def first_only(conn: socket.socket) -> None:
+        port = int(conn.getpeername()[1])
+        if port in answered:
+            raise OSError("idle connection closed")  # hang up without an answer
+        answered.add(port)
+        conn.sendall(b"HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n\r\n")
+
+    server = servers(first_only)
+    url = f"http://127.0.0.1:{server.port}/drops-idle"
+    assert [http_post(url, b"x", {}, 2.0) for _ in range(3)] == [204, 204, 204]
+    assert len(server.requests) == 5 and len(server.peers) == 3  # each kept connection failed once, then a new one
+
+
 def test_an_interim_100_is_skipped(servers: Callable[..., Server]) -> None:
     server = servers(answer(b"100 Continue\r\n\r\nHTTP/1.1 201 Created", b"Content-Length: 0\r\n\r\n"))
     assert http_post(f"http://127.0.0.1:{server.port}/", b"x", {}, 2.0) == 201
