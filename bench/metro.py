@@ -7,6 +7,7 @@ import json
 import os
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import requests
@@ -29,13 +30,18 @@ def _b64_len(text: str) -> int:
 
 
 class MetroClient:
-    def __init__(self, url: str) -> None:
+    """``token``: sent as ``x-api-key`` on every request (METRO_AUTH=keys); none in open mode."""
+
+    def __init__(self, url: str, token: str = "", project: str = PROJECT) -> None:
         self.url = url.rstrip("/")
+        self.project = project
         self.session = requests.Session()
+        self.headers = {**JSON, "x-api-key": token} if token else JSON
 
     def call(self, method: str, path: str, body: Any = None, timeout: float = 60) -> Any:
         data = None if body is None else json.dumps(body)
-        resp = self.session.request(method, f"{self.url}/v1/{path}", data=data, headers=JSON, timeout=timeout)
+        resp = self.session.request(method, f"{self.url}/v1/{path}", data=data, headers=self.headers,
+                                    timeout=timeout)
         if resp.status_code != 200:
             raise RuntimeError(f"{method} {path}: HTTP {resp.status_code}: {resp.text[:300]}")
         return resp.json() if resp.content else {}
@@ -43,18 +49,46 @@ class MetroClient:
     def create(self, topic: str, subscriptions: list[str], ack_deadline: int = 20,
                extra: Callable[[str], dict[str, Any]] | None = None) -> None:
         """The topic and its subscriptions; ``extra(sub)`` adds fields (pushConfig, enableMessageOrdering, ...)."""
-        self.call("PUT", f"projects/{PROJECT}/topics/{topic}", {})
+        self.call("PUT", f"projects/{self.project}/topics/{topic}", {})
         for sub in subscriptions:
-            body = {"topic": f"projects/{PROJECT}/topics/{topic}", "ackDeadlineSeconds": ack_deadline}
-            self.call("PUT", f"projects/{PROJECT}/subscriptions/{sub}", {**body, **(extra(sub) if extra else {})})
+            body = {"topic": f"projects/{self.project}/topics/{topic}", "ackDeadlineSeconds": ack_deadline}
+            self.call("PUT", f"projects/{self.project}/subscriptions/{sub}",
+                      {**body, **(extra(sub) if extra else {})})
 
 
-def publisher(url: str, topic: str, bodies: list[str], size: int, ordering_keys: int = 0) -> PublishFactory:
+@dataclass(frozen=True)
+class Tokens:
+    """The data-path identities of a keys-mode run: ``publisher`` on the topic's ACL, ``consumer`` on the
+    subscriptions' ACLs (each a user with only that role in the project)."""
+
+    publisher: str
+    consumer: str
+
+
+def grant(url: str, admin_key: str, project: str, topic: str, subscriptions: list[str], prefix: str) -> Tokens:
+    """As an operator would through the API (AMS dialect), with the service admin's token: the project, a
+    publisher user and a consumer user, and the topic's and subscriptions' ACLs naming them. The topic and
+    subscriptions must exist."""
+    admin = MetroClient(url, admin_key, project)
+    admin.call("POST", f"projects/{project}", {"description": "benchmark, METRO_AUTH=keys"})
+    made = {}
+    for role in ("publisher", "consumer"):
+        user = admin.call("POST", f"users/{prefix}-{role}", {"projects": [{"project": project, "roles": [role]}]})
+        made[role] = user["token"]
+    admin.call("POST", f"projects/{project}/topics/{topic}:modifyAcl", {"authorized_users": [f"{prefix}-publisher"]})
+    for sub in subscriptions:
+        admin.call("POST", f"projects/{project}/subscriptions/{sub}:modifyAcl",
+                   {"authorized_users": [f"{prefix}-consumer"]})
+    return Tokens(made["publisher"], made["consumer"])
+
+
+def publisher(url: str, topic: str, bodies: list[str], size: int, ordering_keys: int = 0, token: str = "",
+              project: str = PROJECT) -> PublishFactory:
     """Publish requests of ``count`` messages; with ``ordering_keys`` > 0 each carries one of that many keys."""
 
     def factory() -> Publish:
-        client = MetroClient(url)
-        path = f"projects/{PROJECT}/topics/{topic}:publish"
+        client = MetroClient(url, token, project)
+        path = f"projects/{project}/topics/{topic}:publish"
 
         def publish(index: int, count: int) -> int:
             ts = f"{time.time():.6f}"
@@ -74,10 +108,11 @@ def publisher(url: str, topic: str, bodies: list[str], size: int, ordering_keys:
     return factory
 
 
-def consumer(url: str, size: int, max_messages: int, pull_timeout: float) -> ConsumeFactory:
+def consumer(url: str, size: int, max_messages: int, pull_timeout: float, token: str = "",
+             project: str = PROJECT) -> ConsumeFactory:
     def factory(sub: str) -> Any:
-        client = MetroClient(url)
-        base = f"projects/{PROJECT}/subscriptions/{sub}"
+        client = MetroClient(url, token, project)
+        base = f"projects/{project}/subscriptions/{sub}"
 
         def consume() -> Pulled:
             got = client.call("POST", base + ":pull", {"maxMessages": max_messages}, timeout=pull_timeout)

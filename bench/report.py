@@ -11,6 +11,42 @@ TARGET_A_USD_PER_M = 0.40
 TARGET_A_THROUGHPUT_RATIO = 0.5
 TARGET_A_P50_MS = 100.0
 TARGET_C_GOOGLE_FRACTION = 0.25
+TARGET_KEYS_USD_PER_M_DELTA = 0.01  # A-keys: what the check adds, at most this many $ per million messages
+TARGET_KEYS_P50_MS_DELTA = 1.0  # A-keys: the check's p50 per API request at most this much above A's, per verb
+KEYS_VERBS = ("publish", "pull", "acknowledge")  # the data path's routes
+
+
+def _p50(r: dict[str, Any], field: str, verb: str) -> float | None:
+    got = r.get(field, {}).get(verb)
+    return None if not got else float(got["p50"])
+
+
+def keys_deltas(results: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+    """A-keys against A. Whole-run differences ($/M, AWS requests per message, handler p50 by verb) mix in
+    what differs between two runs of unequal size on a loaded emulator (pull fullness, moto's latency); the
+    check's own share (its AWS requests, labelled ``api-auth``, and its time inside each request) is what
+    keys mode adds."""
+    a, k = results.get("A"), results.get("A-keys")
+    if a is None or k is None:
+        return None
+    a_auth, k_auth = a.get("auth") or {}, k.get("auth") or {}
+    verbs: dict[str, Any] = {}
+    for verb in KEYS_VERBS:
+        row: dict[str, Any] = {}
+        for field, name in (("api_handler_ms", "handler_p50_ms"), ("api_auth_ms", "check_p50_ms")):
+            pa, pk = _p50(a, field, verb), _p50(k, field, verb)
+            if pa is not None and pk is not None:
+                row[name] = {"A": pa, "A-keys": pk, "delta": round(pk - pa, 3)}
+        verbs[verb] = row
+    return {
+        "usd_per_million": round(k["cost"]["usd_per_million"] - a["cost"]["usd_per_million"], 4),
+        "aws_requests_per_message": round(k["aws_requests_per_message"] - a["aws_requests_per_message"], 4),
+        "check_usd_per_million": round(k_auth.get("usd_per_million", 0.0) - a_auth.get("usd_per_million", 0.0), 5),
+        "check_aws_requests_per_message": round(k_auth.get("aws_requests_per_message", 0.0)
+                                                - a_auth.get("aws_requests_per_message", 0.0), 5),
+        "by_verb": verbs,
+        "complete": a["complete"] and k["complete"],
+    }
 
 
 def targets(results: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
@@ -32,6 +68,17 @@ def targets(results: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
                         "limit": TARGET_A_P50_MS, "met": single < TARGET_A_P50_MS})
         out.append({"target": "A: p50 publish-to-pull latency < 100 ms (under load)", "value": a["latency_ms"]["p50"],
                     "limit": TARGET_A_P50_MS, "met": a["complete"] and a["latency_ms"]["p50"] < TARGET_A_P50_MS})
+    keys = keys_deltas(results)
+    if keys is not None:
+        usd = keys["check_usd_per_million"]
+        out.append({"target": "A-keys: $/M the token and ACL check adds (reads + its time) < $0.01", "value": usd,
+                    "limit": TARGET_KEYS_USD_PER_M_DELTA, "met": keys["complete"]
+                    and usd < TARGET_KEYS_USD_PER_M_DELTA})
+        deltas = [v["check_p50_ms"]["delta"] for v in keys["by_verb"].values() if "check_p50_ms" in v]
+        worst = max(deltas, default=None)
+        out.append({"target": "A-keys: check's p50 per API request minus A's < 1 ms (worst verb)",
+                    "value": worst, "limit": TARGET_KEYS_P50_MS_DELTA,
+                    "met": keys["complete"] and worst is not None and worst < TARGET_KEYS_P50_MS_DELTA})
     if c is not None and c.get("google"):
         google = c["google"]["usd_per_million"]
         frac = c["cost"]["usd_per_million"] / google if google else None
@@ -93,7 +140,7 @@ def cost_table(results: dict[str, dict[str, Any]]) -> Table:
 
 
 def variants_table(results: dict[str, dict[str, Any]]) -> Table | None:
-    """What ordering, exactly-once and push cost per message compared with the plain scenario A."""
+    """What ordering, exactly-once, push and keys cost per message compared with the plain scenario A."""
     base = results.get("A")
     variants = [r for r in results.values() if r.get("compare_to") == "A" and r["system"] == "metro"]
     if base is None or not variants:
@@ -114,6 +161,40 @@ def variants_table(results: dict[str, dict[str, Any]]) -> Table | None:
             _f(q.get("sqs_billed", 0.0) + fifo) + (f" ({fifo:,.1f})" if fifo else ""), _f(usd, "${:.3f}"),
             _f(usd - a_usd, "{:+.3f}") if r is not base else "",
         )
+    return t
+
+
+def keys_table(results: dict[str, dict[str, Any]]) -> Table | None:
+    """What authentication keys cost: A-keys (METRO_AUTH=keys, publisher and consumer tokens) against A."""
+    keys = keys_deltas(results)
+    if keys is None:
+        return None
+    a, k = results["A"], results["A-keys"]
+    t = Table(title="Authentication keys: A-keys (METRO_AUTH=keys, users on the ACLs) against A (open); "
+              "p50 ms: whole handler (of it, the token and ACL check)")
+    for col in ("run", "msg/s", "AWS req/msg", "of it check", "$/M", "of it check",
+                *(f"{v} p50 ms" for v in KEYS_VERBS)):
+        t.add_column(col, justify="left" if col == "run" else "right")
+
+    def p50(r: dict[str, Any], verb: str) -> str:
+        whole, check = _p50(r, "api_handler_ms", verb), _p50(r, "api_auth_ms", verb)
+        return f"{_f(whole)} ({_f(check, '{:.3f}')})"
+
+    for r in (a, k):
+        auth = r.get("auth") or {}
+        t.add_row(f"{r['key']} ({r['auth_mode']})", _f(r["throughput_msgs_s"]),
+                  _f(r["aws_requests_per_message"], "{:.3f}"), _f(auth.get("aws_requests_per_message"), "{:.4f}"),
+                  _f(r["cost"]["usd_per_million"], "${:.4f}"), _f(auth.get("usd_per_million"), "${:.5f}"),
+                  *(p50(r, v) for v in KEYS_VERBS))
+
+    def delta(verb: str) -> str:
+        row = keys["by_verb"].get(verb, {})
+        whole, check = row.get("handler_p50_ms", {}).get("delta"), row.get("check_p50_ms", {}).get("delta")
+        return f"{_f(whole, '{:+.1f}')} ({_f(check, '{:+.3f}')})"
+
+    t.add_row("[b]A-keys - A[/b]", "", _f(keys["aws_requests_per_message"], "{:+.3f}"),
+              _f(keys["check_aws_requests_per_message"], "{:+.4f}"), _f(keys["usd_per_million"], "{:+.4f}"),
+              _f(keys["check_usd_per_million"], "{:+.5f}"), *(delta(v) for v in KEYS_VERBS))
     return t
 
 
@@ -149,7 +230,7 @@ def print_all(console: Console, doc: dict[str, Any], detail: bool = True) -> Non
     results = doc["results"]
     console.print(summary_table(results))
     console.print(cost_table(results))
-    for extra in (variants_table(results), push_table(results)):
+    for extra in (variants_table(results), keys_table(results), push_table(results)):
         if extra is not None:
             console.print(extra)
     if detail:

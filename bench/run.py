@@ -6,6 +6,9 @@ Scenarios (``--quick``: a few hundred messages each, for CI):
   C  2,000 messages of 64 KiB, one subscription
   A-order, A-exact, A-push  3,000 messages of A on one subscription with enableMessageOrdering (8 keys,
      FIFO queue), with enableExactlyOnceDelivery, and pushing to a local webhook: compared with A
+  A-keys  3,000 messages of A served with METRO_AUTH=keys (run right after A): a publisher and a consumer
+     user on the topic's and the subscription's ACLs, their tokens in x-api-key: $/M, AWS requests per
+     message and API handler p50 against A
 and, on the same emulator in the same run, the baselines they are compared with: raw SQS (1 KiB and
 64 KiB) and SNS -> 3 SQS queues. Writes bench/out/results.json and bench/out/chart.png (quick runs:
 bench/out/results-quick.json and bench/out/chart-quick.png; bench/out/ is not tracked); ``--record``
@@ -159,6 +162,7 @@ def main(
                               "min_bytes_per_request": pricing.GOOGLE_MIN_REQUEST_BYTES}},
         "results": results,
     }
+    doc["keys_vs_a"] = report.keys_deltas(results)
     doc["targets"] = report.targets(results)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(doc, indent=2) + "\n")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -9,15 +10,17 @@ from typing import Any
 
 from bench import baselines, metro
 from bench.pricing import (
+    MODEL_CALL_MS,
     CostReport,
     Invocations,
     billable,
     cost,
     google_billed_bytes,
     google_cost,
+    lambda_cost,
     subtract,
 )
-from bench.stack import BenchStack, window
+from bench.stack import AUTH_PART, BenchStack, window
 from bench.workload import ConsumeFactory, Engine, Load, Outcome, PublishFactory, percentile
 from chalicelib.store import aws
 
@@ -39,6 +42,7 @@ class Scenario:
     push: bool = False  # Metro: push subscriptions delivering to a local webhook (bench/push.py)
     ordering_keys: int = 0  # Metro: > 0: enableMessageOrdering, messages spread over this many keys
     exactly_once: bool = False  # Metro: enableExactlyOnceDelivery
+    auth_keys: bool = False  # Metro: served with METRO_AUTH=keys; publisher and consumer users on the ACLs
     consumers: int = 0  # consumer threads per subscription (0: the settings'); a push "consumer" drains a webhook
 
     def subscription_fields(self) -> dict[str, Any]:
@@ -61,6 +65,9 @@ def plan(quick: bool, scale: float = 1.0) -> list[Scenario]:
     return [
         Scenario("sqs-1k", "sqs", "raw SQS, 1 KiB", n_small, KIB, 1, per_request=10),
         Scenario("A", "metro", "1 KiB, 1 subscription", n_small, KIB, 1, compare_to="sqs-1k"),
+        # right after A, on the same emulator state: what tokens and ACLs cost on the data path
+        Scenario("A-keys", "metro", "A, METRO_AUTH=keys (users, ACLs)", n_variant, KIB, 1, compare_to="A",
+                 auth_keys=True),
         Scenario("sns-1k", "sns", "SNS -> 3 SQS, 1 KiB", n_fan, KIB, 3, per_request=10),
         Scenario("B", "metro", "1 KiB, 3 subscriptions", n_fan, KIB, 3, compare_to="sns-1k"),
         Scenario("sqs-64k", "sqs", "raw SQS, 64 KiB", n_large, 64 * KIB, 1, per_request=sqs_batch),
@@ -89,10 +96,23 @@ class Settings:
 System = tuple[list[str], PublishFactory, ConsumeFactory]
 
 
-def _system(stack: BenchStack, sc: Scenario, st: Settings) -> System:
-    """Create the scenario's resources; return its subscriptions and per-thread client factories."""
+def _system(stack: BenchStack, sc: Scenario, st: Settings, admin_key: str = "") -> System:
+    """Create the scenario's resources; return its subscriptions and per-thread client factories.
+
+    With ``admin_key`` (keys mode) the resources are made in a project of their own, with a publisher and a
+    consumer user on their ACLs; the data path then runs with those users' tokens, never the admin's (which
+    would skip the token's user and the ACL reads)."""
     run = next(_ids)
     subs = [f"{sc.key.lower()}-{run}-s{i}" for i in range(sc.subscriptions)]
+    if sc.system == "metro" and admin_key:
+        topic = project = f"{sc.key.lower()}-{run}"
+        metro.MetroClient(stack.url, admin_key, project).create(topic, subs, extra=lambda sub:
+                                                                sc.subscription_fields())
+        tokens = metro.grant(stack.url, admin_key, project, topic, subs, prefix=topic)
+        publish = metro.publisher(stack.url, topic, metro.payloads(sc.size), sc.size, sc.ordering_keys,
+                                  token=tokens.publisher, project=project)
+        return subs, publish, metro.consumer(stack.url, sc.size, sc.max_messages, st.pull_wait + 60,
+                                             token=tokens.consumer, project=project)
     if sc.system == "metro":
         topic = f"{sc.key.lower()}-{run}"
         client, bodies = metro.MetroClient(stack.url), metro.payloads(sc.size)
@@ -138,11 +158,12 @@ def _retire(stack: BenchStack, sc: Scenario, subs: list[str]) -> None:
 
 def run(stack: BenchStack, sc: Scenario, st: Settings, on_progress: Callable[[int], None]) -> dict[str, Any]:
     """The throughput phase (counted and priced), then a paced latency probe on the same subscriptions."""
-    subs, pub, con = _system(stack, sc, st)
-    try:
-        return _measure(stack, sc, st, subs, pub, con, on_progress)
-    finally:
-        _retire(stack, sc, subs)
+    with stack.keys_mode() if sc.auth_keys else contextlib.nullcontext("") as admin_key:
+        subs, pub, con = _system(stack, sc, st, admin_key)
+        try:
+            return _measure(stack, sc, st, subs, pub, con, on_progress)
+        finally:
+            _retire(stack, sc, subs)
 
 
 def _measure(stack: BenchStack, sc: Scenario, st: Settings, subs: list[str], pub: PublishFactory,
@@ -150,18 +171,21 @@ def _measure(stack: BenchStack, sc: Scenario, st: Settings, subs: list[str], pub
     consumers = sc.consumers or st.consumers
     load = Load(sc.messages, sc.per_request, subs, st.publishers, consumers, max(st.window, sc.per_request),
                 st.timeout)
-    before = (stack.counter.snapshot(), stack.stats.snapshot())
+    before = (stack.counter.snapshot(), stack.stats.snapshot(), stack.stats.marks())
     after: list[Any] = []
     out = Engine(load, pub, con).run(
-        on_progress, at_done=lambda: after.append((stack.counter.snapshot(), stack.stats.snapshot())))
+        on_progress, at_done=lambda: after.append((stack.counter.snapshot(), stack.stats.snapshot(),
+                                                   stack.stats.marks())))
     counts = subtract(after[0][0], before[0])
     api, events, records = window(before[1], after[0][1])
+    api_ms = stack.stats.api_ms_between(before[2], after[0][2])
+    auth_ms = stack.stats.api_ms_between(before[2], after[0][2], auth=True)
     if sc.system != "metro":
-        api, events = {}, {}
+        api, events, api_ms, auth_ms = {}, {}, {}, {}
     if not sc.push:  # idle push pollers (of no subscription of this run) are not this scenario's cost
         counts = {k: t for k, t in counts.items() if not k[0].startswith("push")}
         events.pop("push", None)
-    result = figures(sc, out, cost(counts, api, events), api, events, records)
+    result = figures(sc, out, cost(counts, api, events), api, events, records, api_ms, auth_ms)
     if out.complete and st.probe_requests and (st.probe_only is None or sc.key in st.probe_only):
         # a quarter of the measured throughput, so each request finds the pipeline idle; at most ~60 s
         interval = max(0.02, sc.per_request / (st.probe_load * sc.messages / out.elapsed))
@@ -190,6 +214,29 @@ def _latency(ms: list[float]) -> dict[str, float]:
             "p99": round(percentile(ms, 99), 1), "max": round(max(ms, default=0.0), 1), "samples": len(ms)}
 
 
+def _handler_ms(ms: list[float]) -> dict[str, float]:
+    """Distribution of API handler times, to 0.01 ms (differences of well under 1 ms are compared)."""
+    return {"p50": round(percentile(ms, 50), 2), "p95": round(percentile(ms, 95), 2),
+            "p99": round(percentile(ms, 99), 2), "samples": len(ms)}
+
+
+def _auth_cost(rep: CostReport, messages: int, auth_ms: dict[str, list[float]]) -> dict[str, float]:
+    """What the token and ACL check adds per million messages: its AWS requests (part ``api-auth``: reads on
+    cache misses) and the Lambda time it takes, on the duration model (the measured time, its calls' emulator
+    time replaced by MODEL_CALL_MS), as the handlers are priced."""
+    rows = [r for r in rep.by_operation if r["part"] == AUTH_PART]
+    requests_usd = sum(r["usd"] for r in rows)
+    local_calls_ms = sum(r["ms_per_call"] * r["calls"] for r in rows)
+    model_calls_ms = sum(MODEL_CALL_MS.get(r["service"], 10.0) * r["calls"] for r in rows)
+    check_ms = max(0.0, sum(sum(ms) for ms in auth_ms.values()) - local_calls_ms) + model_calls_ms
+    lambda_usd = lambda_cost(Invocations(), check_ms)["lambda_gb_s"]
+    per_m = 1e6 / messages if messages else 0.0
+    return {"aws_requests_per_message": round(sum(r["calls"] for r in rows) / messages, 5) if messages else 0.0,
+            "requests_usd_per_million": round(requests_usd * per_m, 5),
+            "lambda_usd_per_million": round(lambda_usd * per_m, 5),
+            "usd_per_million": round((requests_usd + lambda_usd) * per_m, 5)}
+
+
 def _billed_calls(rep: CostReport, messages: int, parts: Callable[[str], bool]) -> float:
     calls = sum(r["calls"] for r in rep.by_operation
                 if r["operation"] != "invoke" and parts(r["part"]) and billable(r["part"], r["service"]))
@@ -201,7 +248,9 @@ def _per_1k(value: float, messages: int) -> float:
 
 
 def figures(sc: Scenario, out: Outcome, rep: CostReport, api: dict[str, Invocations],
-            events: dict[str, Invocations], records: dict[str, int]) -> dict[str, Any]:
+            events: dict[str, Invocations], records: dict[str, int],
+            api_ms: dict[str, list[float]] | None = None,
+            auth_ms: dict[str, list[float]] | None = None) -> dict[str, Any]:
     n = sc.messages
     fan, fan_records = events.get("fanout", Invocations()), records.get("fanout", 0)
     push = events.get("push", Invocations())
@@ -222,7 +271,9 @@ def figures(sc: Scenario, out: Outcome, rep: CostReport, api: dict[str, Invocati
     return {
         "key": sc.key, "system": sc.system, "title": sc.title, "messages": n, "message_bytes": sc.size,
         "subscriptions": sc.subscriptions, "per_request": sc.per_request, "max_messages": sc.max_messages,
-        "compare_to": sc.compare_to, "complete": out.complete, "errors": out.errors,
+        "compare_to": sc.compare_to,
+        "auth_mode": ("keys" if sc.auth_keys else "open") if sc.system == "metro" else None,
+        "complete": out.complete, "errors": out.errors,
         "elapsed_s": round(out.elapsed, 3),
         "throughput_msgs_s": round(n / out.elapsed, 1) if out.complete and out.elapsed else 0.0,
         "deliveries_s": round(n * sc.subscriptions / out.elapsed, 1) if out.complete and out.elapsed else 0.0,
@@ -233,6 +284,11 @@ def figures(sc: Scenario, out: Outcome, rep: CostReport, api: dict[str, Invocati
         "api_invocations_per_1k": {v: _per_1k(i.count, n) for v, i in sorted(api.items())},
         "api_local_ms_per_invocation": {v: round(i.billed_ms / i.count, 1) for v, i in sorted(api.items())
                                         if i.count},
+        # each API request's handler time as measured locally (what Lambda bills, emulator latency included)
+        "api_handler_ms": {v: _handler_ms(ms) for v, ms in sorted((api_ms or {}).items())},
+        # the part of it in the edge's token and ACL check (authenticate + authorize)
+        "api_auth_ms": {v: _handler_ms(ms) for v, ms in sorted((auth_ms or {}).items())},
+        "auth": _auth_cost(rep, n, auth_ms or {}) if sc.system == "metro" else None,
         "api_model_ms_per_invocation": {r["part"][4:]: round(r["units"]["billed_ms"] / r["calls"], 1)
                                         for r in rep.by_operation if r["operation"] == "invoke"
                                         and r["part"].startswith("api:") and r["calls"]},

@@ -5,18 +5,22 @@ AWS request is counted by :mod:`chalicelib.store.aws`'s request counter and labe
 that made it: ``api:{verb}`` (the API handler threads, by route verb), ``fanout`` (the stream
 handler, called by the pump), ``pump`` (the pump's own stream reads and checkpoints), ``push`` (the
 push handler, called by the push pump) or ``push-pump`` (the push pump's receives, which Lambda's SQS
-poller makes on AWS, and its local-only bookkeeping). API handler, fan-out and push durations are
-measured as Lambda would bill them.
+poller makes on AWS, and its local-only bookkeeping); inside an API request, the token and ACL check's
+own requests are ``api-auth``. API handler, fan-out and push durations are measured as Lambda would bill
+them, and each API request's time in the check (``authenticate`` + ``authorize``) is kept too.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
+import secrets
 import socket
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +37,10 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+AUTH_PART = "api-auth"  # AWS requests made by the edge's token and ACL check (cache misses), billed like api:*
+_auth = threading.local()  # this API thread's time in the check during the current request
+
+
 def verb_of(path: str) -> str:
     last = path.split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1]
     return last.rsplit(":", 1)[1] if ":" in last else "admin"
@@ -46,12 +54,30 @@ class HandlerStats:
         self.api: dict[str, Invocations] = {}
         self.events: dict[str, Invocations] = {}
         self.records: dict[str, int] = {}
+        self.api_ms: dict[str, list[float]] = {}  # every API request's handler time (ms), by verb, in order
+        self.auth_ms: dict[str, list[float]] = {}  # the part of it in authenticate + authorize, same order
         self.api_errors = 0
 
-    def record_api(self, verb: str, seconds: float, status: int) -> None:
+    def record_api(self, verb: str, seconds: float, status: int, auth_seconds: float = 0.0) -> None:
         with self._lock:
             self.api.setdefault(verb, Invocations()).add(seconds)
+            self.api_ms.setdefault(verb, []).append(seconds * 1000)
+            self.auth_ms.setdefault(verb, []).append(auth_seconds * 1000)
             self.api_errors += int(status >= 500)
+
+    def marks(self) -> dict[str, int]:
+        """How many handler times each verb has so far (a window's bounds for :meth:`api_ms_between`)."""
+        with self._lock:
+            return {verb: len(ms) for verb, ms in self.api_ms.items()}
+
+    def api_ms_between(self, before: dict[str, int], after: dict[str, int],
+                       auth: bool = False) -> dict[str, list[float]]:
+        """The handler times (ms; ``auth``: their part in the token and ACL check) of the API requests
+        answered between two :meth:`marks`, by verb."""
+        source = self.auth_ms if auth else self.api_ms
+        with self._lock:
+            out = {verb: source[verb][before.get(verb, 0):end] for verb, end in after.items()}
+        return {verb: ms for verb, ms in out.items() if ms}
 
     def record_event(self, kind: str, records: int, seconds: float) -> None:
         with self._lock:
@@ -96,16 +122,34 @@ def counting_handler(base: Any, aws: Any, stats: HandlerStats) -> Any:
             parsed = super()._parse_payload()  # reading the socket is not handler time
             self._bench_verb = verb_of(self.path)
             aws.set_part(f"api:{self._bench_verb}")
+            _auth.seconds = 0.0
             self._bench_t0 = time.perf_counter()
             return parsed
 
         def _send_http_response(self, code: int, headers: Any, body: Any) -> None:
             if self._bench_t0 is not None:
-                stats.record_api(self._bench_verb, time.perf_counter() - self._bench_t0, code)
+                stats.record_api(self._bench_verb, time.perf_counter() - self._bench_t0, code,
+                                 getattr(_auth, "seconds", 0.0))
                 self._bench_t0 = None
             super()._send_http_response(code, headers, body)
 
     return CountingHandler
+
+
+def timed_auth(aws: Any, check: Any) -> Any:
+    """``check`` (the edge's authenticate or authorize), timed into the request's auth time, its AWS requests
+    (cache misses: the token's user, the resource's ACL) labelled :data:`AUTH_PART`."""
+
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        previous = aws.set_part(AUTH_PART)
+        start = time.perf_counter()
+        try:
+            return check(*args, **kwargs)
+        finally:
+            _auth.seconds = getattr(_auth, "seconds", 0.0) + time.perf_counter() - start
+            aws.set_part(previous)
+
+    return wrapped
 
 
 def counted(aws: Any, stats: HandlerStats, kind: str, handler: Any) -> Any:
@@ -137,10 +181,12 @@ class BenchStack:
         os.environ["METRO_EMULATOR_PORT"] = str(self.emulator_port)
         os.environ["METRO_HOST"] = "127.0.0.1"
         os.environ["METRO_PULL_WAIT_SECONDS"] = str(pull_wait_seconds)
+        os.environ["METRO_AUTH"] = "open"  # scenarios in keys mode switch to it themselves (keys_mode)
         os.environ.pop("AWS_ENDPOINT_URL", None)  # always our own emulator, never a running one
         if str(ROOT) not in sys.path:
             sys.path.insert(0, str(ROOT))  # app.py lives at the repository root
 
+        from chalicelib.api import routes
         from chalicelib.delivery import handlers
         from chalicelib.local.pump import StreamPump
         from chalicelib.local.push_pump import PushPump
@@ -157,6 +203,8 @@ class BenchStack:
         fanout, push = (counted(aws, stats, "fanout", handlers.fanout), counted(aws, stats, "push", handlers.push))
 
         self.stack = Stack(use_aws=False)
+        for check in ("authenticate", "authorize"):  # in both modes: open mode's check is timed as well
+            setattr(routes, check, timed_auth(aws, getattr(routes, check)))
         httpd = self.stack.server.server
         original = httpd.RequestHandlerClass
         handler_class = counting_handler(RequestHandler, aws, stats)
@@ -190,6 +238,32 @@ class BenchStack:
     def client(self, service: str) -> Any:
         """A counted boto3 client on the emulator (baselines use them, labelled by their threads)."""
         return self.aws.client(service, self.config)
+
+    @contextlib.contextmanager
+    def keys_mode(self) -> Iterator[str]:
+        """Serve with ``METRO_AUTH=keys`` inside the block (yields a fresh admin token), open mode again after.
+
+        Metro reads its configuration when it builds its services (``chalicelib.runtime.services()``, cached
+        per process, as in a warm Lambda): the block sets the variables and rebuilds them, which is what a
+        stage deployed with keys does. The pumps keep their configuration: fan-out and push do not check
+        tokens. Call it between scenarios only, while no request is in flight.
+        """
+        from chalicelib import runtime
+
+        names = ("METRO_AUTH", "METRO_ADMIN_KEY")
+        saved = {name: os.environ.get(name) for name in names}
+        admin_key = secrets.token_urlsafe(32)
+        os.environ.update({"METRO_AUTH": "keys", "METRO_ADMIN_KEY": admin_key})
+        runtime.reset()
+        try:
+            yield admin_key
+        finally:
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+            runtime.reset()
 
     def webhook(self) -> Any:
         """The local push endpoint (bench/push.py), started on first use."""
