@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import json
 import os
 import sys
 import threading
@@ -244,6 +245,31 @@ def base_parser(description: str) -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, default=16, help="S3 threads per task")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     return p
+
+
+LOCK_EXIT_CODE = 75  # EX_TEMPFAIL: another run holds the archive maintenance lock, try again later
+
+
+def add_lock_arguments(p: argparse.ArgumentParser) -> None:
+    from spark_emr import lock
+
+    p.add_argument(
+        "--lease-seconds",
+        type=int,
+        default=lock.DEFAULT_LEASE_SECONDS,
+        help="lease of the archive maintenance lock: a crashed holder's lock is taken over after this long",
+    )
+
+
+def run_or_report_lock(job: str, run: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """``run()``; when the lock is held by another run (or lost to one), print why and exit 75."""
+    from spark_emr import lock
+
+    try:
+        return run()
+    except (lock.LockHeld, lock.LockLost) as exc:
+        print(json.dumps({"job": job, "error": type(exc).__name__, "detail": str(exc)}))
+        raise SystemExit(LOCK_EXIT_CODE) from exc
 
 
 def raw_prefixes(project: str, topics: list[str]) -> list[str]:

@@ -22,6 +22,8 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
@@ -33,8 +35,9 @@ from spark_emr import common  # noqa: E402
 common.ensure_importable()
 
 from chalicelib.core import archive_layout as layout  # noqa: E402
+from chalicelib.store import archive as store  # noqa: E402
+from spark_emr import lock, tasks  # noqa: E402
 from spark_emr import plan as planning  # noqa: E402
-from spark_emr import tasks  # noqa: E402
 
 DEFAULT_PART_BYTES = 128 * 1024 * 1024
 DEFAULT_PART_ROWS = 1_000_000
@@ -57,6 +60,31 @@ def list_selection(s3c: Any, bucket: str, prefixes: list[str], threads: int) -> 
     return [(o["Key"], int(o["Size"])) for objs in found for o in objs]
 
 
+@dataclass(frozen=True)
+class Options:
+    """What one compaction run does (the command line's options)."""
+
+    min_age_seconds: int = 3600
+    project: str = ""
+    topics: tuple[str, ...] = ()
+    part_bytes: int = DEFAULT_PART_BYTES
+    part_rows: int = DEFAULT_PART_ROWS
+    threads: int = 16
+    direct_bytes: int = DEFAULT_DIRECT_BYTES
+    stop_after: str = ""  # "write" or "commit": simulates a crash after that phase
+
+
+@dataclass
+class Planned:
+    hours: dict[planning.HourId, planning.HourListing]
+    plans: list[planning.HourPlan]
+    etags: dict[planning.HourId, str]  # the ETag each plan's old manifest was read with ("" = none)
+
+    @property
+    def work(self) -> list[planning.HourPlan]:
+        return [p for p in self.plans if p.work]
+
+
 def compact(
     spark: Any,
     bucket: str,
@@ -69,73 +97,62 @@ def compact(
     now: float | None = None,
     stop_after: str = "",
     direct_bytes: int = DEFAULT_DIRECT_BYTES,
+    lease_seconds: int = lock.DEFAULT_LEASE_SECONDS,
+    on_phase: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """Run one compaction; return a report. ``stop_after`` ("write" or "commit") simulates a crash."""
-    topics = topics or []
+    """Run one compaction under the archive maintenance lock; return a report.
+
+    ``now`` (epoch seconds) fixes the clock of the age cut-off and of the lock's lease. ``on_phase`` is
+    called with "planned", "written" and "committed" as each phase ends. :class:`lock.LockHeld` when
+    another run holds the lock, :class:`lock.LockLost` when this run's lease ran out and another run
+    took the lock over (this run then commits and deletes nothing more).
+    """
+    opts = Options(min_age_seconds, project, tuple(topics or ()), part_bytes, part_rows, threads, direct_bytes,
+                   stop_after)
+    clock: lock.Clock = (lambda: now) if now is not None else time.time
     cfg = common.AwsConfig.from_env(threads)
     s3c = common.s3(cfg)
-    t0 = time.monotonic()
-    now_ms = int((now if now is not None else time.time()) * 1000)
+    lease = lock.acquire(s3c, bucket, "compact", clock, lease_seconds)
+    try:
+        return run_locked(spark, bucket, cfg, lease, opts, on_phase or (lambda phase: None))
+    finally:
+        lease.release()
 
-    raw = list_selection(s3c, bucket, common.raw_prefixes(project, topics), threads)
-    arch = list_selection(s3c, bucket, common.archive_prefixes(project, topics), threads)
+
+def plan(s3c: Any, bucket: str, cfg: common.AwsConfig, opts: Options, now_ms: int) -> Planned:
+    """List raw/ and archive/, read the manifests (with their ETags) of the hours that need one, plan."""
+    topics = list(opts.topics)
+    raw = list_selection(s3c, bucket, common.raw_prefixes(opts.project, topics), opts.threads)
+    arch = list_selection(s3c, bucket, common.archive_prefixes(opts.project, topics), opts.threads)
     hours = planning.group_listing(raw, arch)
     wanted = [(h.topic, h.hour) for h in hours.values() if planning.needs_manifest(h)]
-    manifests = tasks.read_manifests(bucket, cfg, wanted)
-    plans = planning.plan_compaction(hours, manifests, now_ms, min_age_seconds * 1000)
-    work = [p for p in plans if p.work]
+    versions = tasks.read_manifest_versions(bucket, cfg, wanted)
+    manifests = {hid: m for hid, (m, _) in versions.items()}
+    plans = planning.plan_compaction(hours, manifests, now_ms, opts.min_age_seconds * 1000)
+    return Planned(hours, plans, {hid: etag for hid, (_, etag) in versions.items()})
+
+
+def run_locked(
+    spark: Any, bucket: str, cfg: common.AwsConfig, lease: lock.Lease, opts: Options, on_phase: Callable[[str], None]
+) -> dict[str, Any]:
+    s3c = common.s3(cfg)
+    t0 = time.monotonic()
+    now_ms = int(lease.clock() * 1000)
+    planned = plan(s3c, bucket, cfg, opts, now_ms)
+    work = planned.work
     t_plan = time.monotonic()
     common.progress("compact", f"planned {len(work)} topic hours, {sum(len(p.new_raw) for p in work):,} new raw "
-                               f"objects, {sum(len(p.covered_raw) for p in plans):,} already covered")
-
+                               f"objects, {sum(len(p.covered_raw) for p in planned.plans):,} already covered")
+    on_phase("planned")
     report: dict[str, Any] = {
         "job": "compact",
         "bucket": bucket,
         "hours": len(work),
         "raw_objects_in": sum(len(p.new_raw) for p in work),
-        "raw_bytes_in": sum(hours[planning.hour_id(p.topic, p.hour)].raw[k] for p in work for k in p.new_raw),
+        "raw_bytes_in": sum(planned.hours[planning.hour_id(p.topic, p.hour)].raw[k] for p in work for k in p.new_raw),
         "merged_generations": sum(1 for p in work if p.old is not None),
     }
-    infos: dict[tuple[str, int], list[layout.ManifestFile]] = {}
-    if work:
-        sc = spark.sparkContext
-        par = max(1, sc.defaultParallelism)
-        digests = {planning.hour_id(p.topic, p.hour): p.digest for p in work}
-        sizes = {
-            planning.hour_id(p.topic, p.hour): planning.hour_input_bytes(p, hours[planning.hour_id(p.topic, p.hour)])
-            for p in work
-        }
-        units, big = planning.split_direct(work, sizes, direct_bytes, par)
-        timers = {name: sc.accumulator(0.0) for name in ("get", "decode", "merge", "parquet", "put")}
-        outputs = []
-        if units:  # small hours: fetch + merge + write in one task each, no shuffle
-            unit_keys = [[(planning.hour_id(p.topic, p.hour), p.new_raw + p.old_files) for p in u] for u in units]
-            direct = tasks.direct_fn(bucket, cfg, digests, part_bytes, part_rows, timers)
-            outputs.append(sc.parallelize(unit_keys, len(unit_keys)).flatMap(direct))
-        groups: list[list[str]] = []
-        n_out = 0
-        if big:  # big hours: reads spread over many tasks, then each hour shuffled to one writer
-            total_keys = sum(len(p.new_raw) for p in big)
-            groups = planning.task_groups(big, common.group_size(total_keys, par))
-            n_out = min(len(big), par * 2)
-            slot = planning.hour_slots([planning.hour_id(p.topic, p.hour) for p in big], n_out)
-            tables = sc.parallelize(groups, len(groups)).flatMap(tasks.fetch_tables_fn(bucket, cfg, timers))
-            by_hour = tables.groupByKey(n_out, partitionFunc=lambda hid: slot[hid])
-            outputs.append(
-                by_hour.mapPartitions(tasks.write_hours_fn(bucket, cfg, digests, part_bytes, part_rows, timers))
-            )
-        files = (outputs[0] if len(outputs) == 1 else sc.union(outputs)).collect()
-        report["task_seconds"] = {name: round(acc.value, 3) for name, acc in timers.items()}
-        report["direct_tasks"], report["direct_hours"] = len(units), sum(len(u) for u in units)
-        report["shuffle_fetch_tasks"], report["shuffle_hours"], report["write_partitions"] = (
-            len(groups),
-            len(big),
-            n_out,
-        )
-        for topic, hour, key, nrows, data_bytes, size, first_id, last_id in files:
-            infos.setdefault((topic, hour), []).append(
-                layout.ManifestFile(key, nrows, data_bytes, size, first_id, last_id)
-            )
+    infos = write(spark, bucket, cfg, planned, opts, report) if work else {}
     t_write = time.monotonic()
     report["messages"] = sum(f.rows for fs in infos.values() for f in fs)
     report["parquet_files_out"] = sum(len(fs) for fs in infos.values())
@@ -143,41 +160,123 @@ def compact(
     if work:
         common.progress("compact", f"wrote {report['parquet_files_out']} parquet files ({report['messages']:,} "
                                    "messages); committing manifests")
-    if stop_after == "write":
+    on_phase("written")
+    if opts.stop_after == "write":
         report["stopped_after"] = "write"
         return report
 
-    # commit: one manifest per hour, written after all its parts exist
+    lease.renew()  # LockLost here: another run owns the archive now, commit nothing
     created = layout.format_time(datetime.fromtimestamp(now_ms / 1000, tz=timezone.utc))
-    committed: dict[tuple[str, int], layout.Manifest] = {}
-    for p in work:
-        hid = planning.hour_id(p.topic, p.hour)
-        committed[hid] = planning.build_manifest(p, infos.get(hid, []), created)
-
-    def put_manifest(m: layout.Manifest) -> None:
-        s3c.put_object(
-            Bucket=bucket,
-            Key=layout.manifest_key(m.topic, m.hour),
-            Body=layout.serialize_manifest(m),
-            ContentType="application/json",
-        )
-
-    common.threaded_map(put_manifest, list(committed.values()), threads)
+    committed, conflicts = commit(s3c, bucket, planned, infos, created, opts.threads)
     report["manifests_out"] = len(committed)
+    report["manifest_conflicts"] = len(conflicts)
     t_commit = time.monotonic()
     if committed:
         common.progress("compact", f"committed {len(committed)} manifests; deleting covered raw objects")
-    if stop_after == "commit":
+    on_phase("committed")
+    if opts.stop_after == "commit":
         report["stopped_after"] = "commit"
         return report
 
-    # cleanup: only what a committed manifest covers or no longer names
+    lease.renew()  # LockLost here: delete nothing, the next run cleans up
+    cleanup(s3c, bucket, planned, committed, conflicts, opts.threads, report)
+    t_end = time.monotonic()
+    report["seconds"] = {
+        "plan": round(t_plan - t0, 3),
+        "spark": round(t_write - t_plan, 3),
+        "commit": round(t_commit - t_write, 3),
+        "cleanup": round(t_end - t_commit, 3),
+        "total": round(t_end - t0, 3),
+    }
+    return report
+
+
+def write(
+    spark: Any, bucket: str, cfg: common.AwsConfig, planned: Planned, opts: Options, report: dict[str, Any]
+) -> dict[planning.HourId, list[layout.ManifestFile]]:
+    """The Spark stages: fetch, merge and PUT the part files of every hour with work; their infos per hour."""
+    work = planned.work
+    sc = spark.sparkContext
+    par = max(1, sc.defaultParallelism)
+    digests = {planning.hour_id(p.topic, p.hour): p.digest for p in work}
+    sizes = {
+        hid: planning.hour_input_bytes(p, planned.hours[hid])
+        for p in work
+        for hid in [planning.hour_id(p.topic, p.hour)]
+    }
+    units, big = planning.split_direct(work, sizes, opts.direct_bytes, par)
+    timers = {name: sc.accumulator(0.0) for name in ("get", "decode", "merge", "parquet", "put")}
+    outputs = []
+    if units:  # small hours: fetch + merge + write in one task each, no shuffle
+        unit_keys = [[(planning.hour_id(p.topic, p.hour), p.new_raw + p.old_files) for p in u] for u in units]
+        direct = tasks.direct_fn(bucket, cfg, digests, opts.part_bytes, opts.part_rows, timers)
+        outputs.append(sc.parallelize(unit_keys, len(unit_keys)).flatMap(direct))
+    groups: list[list[str]] = []
+    n_out = 0
+    if big:  # big hours: reads spread over many tasks, then each hour shuffled to one writer
+        total_keys = sum(len(p.new_raw) for p in big)
+        groups = planning.task_groups(big, common.group_size(total_keys, par))
+        n_out = min(len(big), par * 2)
+        slot = planning.hour_slots([planning.hour_id(p.topic, p.hour) for p in big], n_out)
+        tables = sc.parallelize(groups, len(groups)).flatMap(tasks.fetch_tables_fn(bucket, cfg, timers))
+        by_hour = tables.groupByKey(n_out, partitionFunc=lambda hid: slot[hid])
+        outputs.append(
+            by_hour.mapPartitions(tasks.write_hours_fn(bucket, cfg, digests, opts.part_bytes, opts.part_rows, timers))
+        )
+    files = (outputs[0] if len(outputs) == 1 else sc.union(outputs)).collect()
+    report["task_seconds"] = {name: round(acc.value, 3) for name, acc in timers.items()}
+    report["direct_tasks"], report["direct_hours"] = len(units), sum(len(u) for u in units)
+    report["shuffle_fetch_tasks"], report["shuffle_hours"], report["write_partitions"] = len(groups), len(big), n_out
+    infos: dict[planning.HourId, list[layout.ManifestFile]] = {}
+    for topic, hour, key, nrows, data_bytes, size, first_id, last_id in files:
+        infos.setdefault((topic, hour), []).append(layout.ManifestFile(key, nrows, data_bytes, size, first_id, last_id))
+    return infos
+
+
+def commit(
+    s3c: Any,
+    bucket: str,
+    planned: Planned,
+    infos: dict[planning.HourId, list[layout.ManifestFile]],
+    created: str,
+    threads: int,
+) -> tuple[dict[planning.HourId, layout.Manifest], set[planning.HourId]]:
+    """PUT one manifest per hour, each only over the version it was planned from; (committed, conflicts)."""
+    built = {
+        planning.hour_id(p.topic, p.hour): planning.build_manifest(p, infos.get(planning.hour_id(p.topic, p.hour), []),
+                                                                   created)
+        for p in planned.work
+    }
+
+    def put(item: tuple[planning.HourId, layout.Manifest]) -> tuple[planning.HourId, bool]:
+        hid, manifest = item
+        return hid, store.put_manifest(s3c, bucket, manifest, planned.etags.get(hid, ""))
+
+    outcome = common.threaded_map(put, list(built.items()), threads)
+    committed = {hid: built[hid] for hid, ok in outcome if ok}
+    conflicts = {hid for hid, ok in outcome if not ok}
+    if conflicts:
+        common.progress("compact", f"{len(conflicts)} hours were committed by another run meanwhile: left alone")
+    return committed, conflicts
+
+
+def cleanup(
+    s3c: Any,
+    bucket: str,
+    planned: Planned,
+    committed: dict[planning.HourId, layout.Manifest],
+    conflicts: set[planning.HourId],
+    threads: int,
+    report: dict[str, Any],
+) -> None:
+    """Delete only what a committed manifest covers or no longer names; hours another run committed
+    meanwhile are left alone (their current manifest is not the one this run planned from)."""
     raw_delete: list[str] = []
     stale_delete: list[str] = []
-    for p in plans:
+    for p in planned.plans:
         hid = planning.hour_id(p.topic, p.hour)
         current = committed.get(hid, p.old)
-        if current is None:
+        if current is None or hid in conflicts:
             continue
         raw_delete.extend(p.covered_raw)
         if hid in committed:
@@ -187,17 +286,8 @@ def compact(
         common.threaded_map(lambda ks: common.delete_keys(s3c, bucket, ks), common.chunks(raw_delete, 1000), threads)
     )
     report["stale_archive_objects_deleted"] = common.delete_keys(s3c, bucket, stale_delete)
-    t_end = time.monotonic()
     common.progress("compact", f"done: deleted {report['raw_objects_deleted']:,} raw objects, "
                                f"{report['stale_archive_objects_deleted']} superseded archive objects")
-    report["seconds"] = {
-        "plan": round(t_plan - t0, 3),
-        "spark": round(t_write - t_plan, 3),
-        "commit": round(t_commit - t_write, 3),
-        "cleanup": round(t_end - t_commit, 3),
-        "total": round(t_end - t0, 3),
-    }
-    return report
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -211,18 +301,23 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         default=DEFAULT_DIRECT_BYTES,
         help="hours reading at most this many bytes are compacted by one task without a shuffle",
     )
+    common.add_lock_arguments(p)
     args = p.parse_args(argv)
     spark = common.get_spark("metro-compact", args.master)
-    report = compact(
-        spark,
-        args.bucket,
-        min_age_seconds=args.min_age_seconds,
-        project=args.project,
-        topics=args.topic,
-        part_bytes=args.part_bytes,
-        part_rows=args.part_rows,
-        threads=args.threads,
-        direct_bytes=args.direct_bytes,
+    report = common.run_or_report_lock(
+        "compact",
+        lambda: compact(
+            spark,
+            args.bucket,
+            min_age_seconds=args.min_age_seconds,
+            project=args.project,
+            topics=args.topic,
+            part_bytes=args.part_bytes,
+            part_rows=args.part_rows,
+            threads=args.threads,
+            direct_bytes=args.direct_bytes,
+            lease_seconds=args.lease_seconds,
+        ),
     )
     print(json.dumps(report, indent=None if args.json else 2, default=str))
     return report

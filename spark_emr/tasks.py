@@ -209,14 +209,14 @@ def header_counts(bucket: str, cfg: common.AwsConfig, key: str) -> tuple[int, in
     return records.raw_counts(blob)
 
 
-def read_manifests(
+def read_manifest_versions(
     bucket: str, cfg: common.AwsConfig, hours: list[tuple[str, datetime]]
-) -> dict[tuple[str, int], layout.Manifest | None]:
-    """Manifests of ``(topic, hour)`` pairs, fetched on threads (driver side)."""
+) -> dict[tuple[str, int], tuple[layout.Manifest | None, str]]:
+    """Manifests of ``(topic, hour)`` pairs with their ETags, fetched on threads (driver side)."""
     s3c = common.s3(cfg)
 
-    def one(th: tuple[str, datetime]) -> tuple[tuple[str, int], layout.Manifest | None]:
+    def one(th: tuple[str, datetime]) -> tuple[tuple[str, int], tuple[layout.Manifest | None, str]]:
         topic, hour = th
-        return (topic, layout.hour_ms(hour)), store.read_manifest(s3c, bucket, topic, hour)
+        return (topic, layout.hour_ms(hour)), store.read_manifest_version(s3c, bucket, topic, hour)
 
     return dict(common.threaded_map(one, hours, cfg.threads))
