@@ -55,6 +55,18 @@ def test_policy_lets_metro_manage_push_mappings_and_deliver(stage: str) -> None:
 
 def test_deploy_repairs_push_mappings_without_partial_batch_failure_reports() -> None:
     # Metro creates the mappings with the flag (tests/functional/test_push_config.py checks them on moto)
-    script = (ROOT / "infra" / "deploy.sh").read_text()
-    assert '--function-name "metro-$STAGE-push"' in script
-    assert "--function-response-types ReportBatchItemFailures" in script.split("metro-$STAGE-push", 1)[1]
+    import boto3
+    from botocore.stub import Stubber
+
+    from infra import deploy
+
+    ok, old = "00000000-0000-4000-8000-000000000001", "00000000-0000-4000-8000-000000000002"
+    lam = boto3.client("lambda", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+    with Stubber(lam) as stub:
+        stub.add_response("list_event_source_mappings", {"EventSourceMappings": [
+            {"UUID": ok, "FunctionResponseTypes": ["ReportBatchItemFailures"]}, {"UUID": old}]},
+            {"FunctionName": "metro-dev-push"})
+        stub.add_response("update_event_source_mapping", {"UUID": old},
+                          {"UUID": old, "FunctionResponseTypes": ["ReportBatchItemFailures"]})
+        assert deploy.repair_push_mappings(lam, "metro-dev-push") == 1
+        stub.assert_no_pending_responses()

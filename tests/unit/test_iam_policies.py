@@ -4,11 +4,7 @@ checked on the policy files and on the template ``chalice package`` generates fr
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +12,7 @@ import pytest
 
 from infra import policies
 from infra.names import FUNCTIONS, StageNames, check_stage, resolve
+from tests.unit.packaged import packaged_template
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = json.loads((ROOT / ".chalice" / "config.json").read_text())
@@ -93,18 +90,8 @@ def test_functions_do_not_share_grants() -> None:
 
 
 @pytest.fixture(scope="module")
-def packaged(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    out = tmp_path_factory.mktemp("package")
-    env = {**os.environ, "AWS_DEFAULT_REGION": os.environ.get("AWS_DEFAULT_REGION", "us-east-1")}
-    chalice = Path(sys.executable).parent / "chalice"
-    try:
-        done = subprocess.run([str(chalice), "package", "--stage", "dev", str(out)], cwd=ROOT, env=env,
-                              capture_output=True, text=True, timeout=300)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        pytest.skip(f"chalice package could not run here: {exc}")
-    if done.returncode != 0:  # it needs the dependency wheels: offline without a cache it cannot build
-        pytest.skip(f"chalice package failed (offline?): {done.stderr[-500:]}")
-    yield json.loads((out / "sam.json").read_text())
+def packaged() -> dict[str, Any]:
+    return packaged_template()
 
 
 @pytest.mark.parametrize("function", FUNCTIONS)
