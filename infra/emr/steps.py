@@ -22,6 +22,15 @@ DEFAULT_SPARK_CONF = {
     "spark.sql.session.timeZone": "UTC",
     "spark.python.worker.reuse": "true",
     "spark.yarn.maxAppAttempts": "1",  # a failed job is re-run by the next schedule, not by YARN
+    # Sized for the core nodes of infra/emr/cluster.py (m7g.xlarge: 4 vCPU, 16 GiB, ~12 GiB for YARN):
+    # one executor per node. The Arrow decoding, merging and Parquet writing happen in the Python
+    # workers, off the JVM heap, so the overhead (what YARN grants beyond the heap) is as large as it.
+    "spark.executor.cores": "4",
+    "spark.executor.memory": "5g",
+    "spark.executor.memoryOverhead": "5g",
+    "spark.driver.memory": "4g",  # the driver holds the night's listings and plans
+    "spark.driver.memoryOverhead": "1g",
+    "spark.network.timeout": "600s",
 }
 
 
