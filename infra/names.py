@@ -71,8 +71,8 @@ class StageNames:
 
     @property
     def dlq(self) -> str:
-        """The fan-out mapping's on-failure destination."""
-        return f"{self.prefix}-fanout-failures"
+        """The fan-out mapping's on-failure destination (``_``: outside the subscription queues' ``prefix-*``)."""
+        return f"{self.prefix}_fanout-failures"
 
     def environment(self) -> dict[str, str]:
         """The functions' environment variables naming the stage's resources (chalicelib/config.py reads them)."""

@@ -45,6 +45,7 @@ def test_the_fanout_stream_mapping_reports_failures_bisects_and_keeps_what_fails
     assert mapping["BatchSize"] == 100 and mapping["StartingPosition"] == "TRIM_HORIZON"
     dlq = resources[template.DLQ_ID]
     assert dlq["Properties"]["QueueName"] == StageNames("dev").dlq and dlq["DeletionPolicy"] == "Retain"
+    assert not StageNames("dev").dlq.startswith(StageNames("dev").queue_prefix + "-")  # not a subscription queue
     alarm = resources[template.ALARM_ID]["Properties"]
     assert alarm["Dimensions"][0]["Value"] == {"Fn::GetAtt": [template.DLQ_ID, "QueueName"]}
     grants = resources["FanoutRole"]["Properties"]["Policies"][0]["PolicyDocument"]["Statement"]
