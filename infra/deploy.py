@@ -3,10 +3,11 @@
     python -m infra.deploy deploy  --stage dev [--parallelization-factor 4] [--alarm-topic-arn ARN]
     python -m infra.deploy destroy --stage dev [--delete-data]
 
-``deploy``: the storage stack (infra/resources.json: tables and bucket, kept on delete), ``chalice package``
-merged with infra/template.py (stream mapping with partial batch failures, bisection, on-failure DLQ and
-alarm, parallelization, reserved concurrency), the bundle and template uploaded under ``deploy/`` in the
-stage's bucket, then the app stack. Both stacks go through change sets: a run with nothing to change
+``deploy``: the storage stack (infra/resources.json: tables and bucket, kept on delete), then
+``chalice package`` and the pyarrow layer (infra/layer.py) merged by infra/template.py (stream mapping
+with partial batch failures, bisection, on-failure DLQ and alarm, parallelization, reserved
+concurrency), bundle, layer and template uploaded under ``deploy/`` in the stage's bucket, then the
+app stack. Both stacks go through change sets: a run with nothing to change
 leaves them alone and exits 0. Prints the HTTPS endpoint.
 
 Push subscriptions' queue mappings (made by Metro at run time, not by a stack) without partial batch
@@ -31,7 +32,7 @@ from typing import Any
 
 import typer
 
-from infra import template
+from infra import layer, template
 from infra.names import StageNames, check_stage, resolve
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -164,7 +165,10 @@ def deploy_stage(t: Target, settings: dict[str, Any], workdir: Path) -> tuple[bo
                                storage_parameters(t))
     packaged, bundle = package(t.names.stage, t.region, workdir)
     code_key = upload(s3, t.bucket, bundle.read_bytes(), t.names.stage, ".zip")
-    merged = template.merge(packaged, template.Settings(t.names.stage, t.bucket, code_key, **settings))
+    pyarrow_zip = layer.build(layer.download(workdir / "layer"), workdir / "pyarrow-layer.zip")
+    layer_key = upload(s3, t.bucket, pyarrow_zip.read_bytes(), t.names.stage, "-pyarrow-layer.zip")
+    merged = template.merge(packaged, template.Settings(t.names.stage, t.bucket, code_key, layer_key=layer_key,
+                                                        **settings))
     body = json.dumps(merged, sort_keys=True).encode()
     body_key = upload(s3, t.bucket, body, t.names.stage, ".json")
     source = {"TemplateURL": template_url(s3, t.bucket, body_key, t.region)}

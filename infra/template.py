@@ -10,7 +10,8 @@ deploy command hands to CloudFormation:
   ``AWS::Lambda::EventSourceMapping`` on the storage stack's exported stream ARN with partial batch
   failure reports, bisection on error, a parallelization factor, and an on-failure destination: an
   SQS queue (the records a batch could not fan out, kept 14 days) with an alarm on its depth;
-* reserved concurrency for the functions asked for.
+* reserved concurrency for the functions asked for;
+* the pyarrow layer (infra/layer.py) on every function: each may read a compacted body from the archive.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from infra.names import StageNames
 FUNCTION_IDS = {"api_handler": "APIHandler", "fanout": "Fanout", "push": "Push", "maintenance": "Maintenance"}
 FANOUT_EVENT = "FanoutDynamodbEventSource"
 DLQ_ID, ALARM_ID, MAPPING_ID = "FanoutFailures", "FanoutFailuresAlarm", "FanoutStreamMapping"
+LAYER_ID = "PyarrowLayer"
 FOURTEEN_DAYS = 14 * 86400
 
 Template = dict[str, Any]
@@ -41,6 +43,7 @@ class Settings:
     maximum_retry_attempts: int = 100  # per batch, bisecting on each error, before the record goes to the DLQ
     reserved_concurrency: dict[str, int] = field(default_factory=lambda: {"maintenance": 1})
     alarm_topic_arn: str = ""  # an SNS topic told when the fan-out DLQ holds records (optional)
+    layer_key: str = ""  # the pyarrow layer's zip in code_bucket (infra/layer.py); "" = no layer
 
 
 def _sub_environment(props: dict[str, Any]) -> None:
@@ -97,6 +100,19 @@ def _failure_resources(names: StageNames, settings: Settings) -> dict[str, Any]:
     }
 
 
+def _layer(names: StageNames, settings: Settings) -> dict[str, Any]:
+    return {
+        "Type": "AWS::Lambda::LayerVersion",
+        "Properties": {
+            "LayerName": f"{names.prefix}-pyarrow",
+            "Description": "pyarrow for reading the Parquet archive (infra/layer.py)",
+            "Content": {"S3Bucket": settings.code_bucket, "S3Key": settings.layer_key},
+            "CompatibleRuntimes": ["python3.11"],
+            "CompatibleArchitectures": ["x86_64"],
+        },
+    }
+
+
 def _grant_dlq(role: dict[str, Any]) -> None:
     """The on-failure destination is written with the function's own role."""
     doc = role["Properties"]["Policies"][0]["PolicyDocument"]
@@ -116,6 +132,10 @@ def merge(packaged: Template, settings: Settings) -> Template:
         _sub_environment(props)
         if function in settings.reserved_concurrency:
             props["ReservedConcurrentExecutions"] = settings.reserved_concurrency[function]
+    if settings.layer_key:
+        resources[LAYER_ID] = _layer(names, settings)
+        for logical_id in FUNCTION_IDS.values():
+            resources[logical_id]["Properties"]["Layers"] = [{"Ref": LAYER_ID}]
     fanout = resources[FUNCTION_IDS["fanout"]]["Properties"]
     event = fanout.get("Events", {}).pop(FANOUT_EVENT, {})
     if not fanout.get("Events"):

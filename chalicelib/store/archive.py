@@ -81,7 +81,7 @@ def read_manifest_version(
         if _is_missing(exc):
             return None, ""
         raise
-    return layout.parse_manifest(obj["Body"].read()), str(obj["ETag"])
+    return layout.parse_manifest(obj["Body"].read()), str(obj.get("ETag", ""))
 
 
 def put_manifest(s3_client: S3Client, bucket: str, manifest: layout.Manifest, replaces_etag: str) -> bool:

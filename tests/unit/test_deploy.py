@@ -20,7 +20,8 @@ from tests.unit.packaged import packaged_template
 
 ROOT = Path(__file__).resolve().parents[2]
 SETTINGS = template.Settings("dev", "metro-dev-123456789012-us-east-1", "deploy/dev/app-0123.zip",
-                             parallelization_factor=6, reserved_concurrency={"maintenance": 1, "push": 50})
+                             parallelization_factor=6, reserved_concurrency={"maintenance": 1, "push": 50},
+                             layer_key="deploy/dev/app-4567-pyarrow-layer.zip")
 NO_CHANGE = "The submitted information didn't contain changes. Submit different information to create a change set."
 
 
