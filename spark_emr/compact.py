@@ -9,8 +9,9 @@ Steps (see docs/pipeline.md for the commit protocol):
 2. small hours (input <= --direct-bytes, 256 MiB by default), packed about two units per core: one
    task per unit fetches each hour's raw objects (and old parquet files) with boto3 on threads,
    decodes them into Arrow, merges, cuts deterministic part files and PUTs them: no shuffle;
-3. big hours: fetch tasks over key groups ship one Arrow IPC blob per hour, ``groupByKey`` brings
-   each hour to one writer task (hours assigned round-robin);
+3. big hours: fetch tasks over key groups ship Arrow IPC blobs per hour and publish-time slice (an
+   hour of N times ``--slice-bytes`` input is cut into N slices), ``groupByKey`` brings each slice to
+   one writer task (slices assigned round-robin);
 4. writer tasks: merge, sort by (publish time, message id), drop repeats, cut parts, PUT them;
 5. driver: PUT each hour's ``_manifest.json`` (the commit), then delete the covered raw objects and
    the files the manifest does not name (old generations, leftovers of interrupted runs).
@@ -72,6 +73,7 @@ class Options:
     threads: int = 16
     direct_bytes: int = DEFAULT_DIRECT_BYTES
     stop_after: str = ""  # "write" or "commit": simulates a crash after that phase
+    slice_bytes: int = DEFAULT_DIRECT_BYTES  # a big hour is merged and written in slices of about this input
 
 
 @dataclass
@@ -99,6 +101,7 @@ def compact(
     direct_bytes: int = DEFAULT_DIRECT_BYTES,
     lease_seconds: int = lock.DEFAULT_LEASE_SECONDS,
     on_phase: Callable[[str], None] | None = None,
+    slice_bytes: int = DEFAULT_DIRECT_BYTES,
 ) -> dict[str, Any]:
     """Run one compaction under the archive maintenance lock; return a report.
 
@@ -108,7 +111,7 @@ def compact(
     took the lock over (this run then commits and deletes nothing more).
     """
     opts = Options(min_age_seconds, project, tuple(topics or ()), part_bytes, part_rows, threads, direct_bytes,
-                   stop_after)
+                   stop_after, slice_bytes)
     clock: lock.Clock = (lambda: now) if now is not None else time.time
     cfg = common.AwsConfig.from_env(threads)
     s3c = common.s3(cfg)
@@ -213,13 +216,17 @@ def write(
         outputs.append(sc.parallelize(unit_keys, len(unit_keys)).flatMap(direct))
     groups: list[list[str]] = []
     n_out = 0
-    if big:  # big hours: reads spread over many tasks, then each hour shuffled to one writer
+    slices: dict[planning.HourId, int] = {}
+    if big:  # big hours: reads spread over many tasks, then each time slice of an hour to one writer
         total_keys = sum(len(p.new_raw) for p in big)
         groups = planning.task_groups(big, common.group_size(total_keys, par))
-        n_out = min(len(big), par * 2)
-        slot = planning.hour_slots([planning.hour_id(p.topic, p.hour) for p in big], n_out)
-        tables = sc.parallelize(groups, len(groups)).flatMap(tasks.fetch_tables_fn(bucket, cfg, timers))
-        by_hour = tables.groupByKey(n_out, partitionFunc=lambda hid: slot[hid])
+        slices = planning.hour_time_slices(big, sizes, opts.slice_bytes)
+        slice_ids = [(topic, hour, s) for (topic, hour), n in slices.items() for s in range(n)]
+        n_out = min(len(slice_ids), par * 2)
+        slot = planning.hour_slots(slice_ids, n_out)
+        fetch = tasks.fetch_tables_fn(bucket, cfg, timers, slices)
+        tables = sc.parallelize(groups, len(groups)).flatMap(fetch)
+        by_hour = tables.groupByKey(n_out, partitionFunc=lambda sid: slot[sid])
         outputs.append(
             by_hour.mapPartitions(tasks.write_hours_fn(bucket, cfg, digests, opts.part_bytes, opts.part_rows, timers))
         )
@@ -227,6 +234,7 @@ def write(
     report["task_seconds"] = {name: round(acc.value, 3) for name, acc in timers.items()}
     report["direct_tasks"], report["direct_hours"] = len(units), sum(len(u) for u in units)
     report["shuffle_fetch_tasks"], report["shuffle_hours"], report["write_partitions"] = len(groups), len(big), n_out
+    report["shuffle_slices"] = sum(slices.values())
     infos: dict[planning.HourId, list[layout.ManifestFile]] = {}
     for topic, hour, key, nrows, data_bytes, size, first_id, last_id in files:
         infos.setdefault((topic, hour), []).append(layout.ManifestFile(key, nrows, data_bytes, size, first_id, last_id))
@@ -301,6 +309,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         default=DEFAULT_DIRECT_BYTES,
         help="hours reading at most this many bytes are compacted by one task without a shuffle",
     )
+    p.add_argument(
+        "--slice-bytes",
+        type=int,
+        default=DEFAULT_DIRECT_BYTES,
+        help="bigger hours are merged and written in publish-time slices of about this many input bytes",
+    )
     common.add_lock_arguments(p)
     args = p.parse_args(argv)
     spark = common.get_spark("metro-compact", args.master)
@@ -317,6 +331,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             threads=args.threads,
             direct_bytes=args.direct_bytes,
             lease_seconds=args.lease_seconds,
+            slice_bytes=args.slice_bytes,
         ),
     )
     print(json.dumps(report, indent=None if args.json else 2, default=str))

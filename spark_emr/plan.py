@@ -10,10 +10,12 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TypeVar
 
 from chalicelib.core import archive_layout as layout
 
 HourId = tuple[str, int]  # (topic, hour start in epoch ms)
+T = TypeVar("T", bound=tuple[object, ...])
 
 
 def hour_id(topic: str, hour: datetime) -> HourId:
@@ -199,9 +201,22 @@ def split_direct(
     return units, big
 
 
-def hour_slots(hours: list[HourId], partitions: int) -> dict[HourId, int]:
-    """Output partition of each hour being written: round-robin over the sorted hours, so the
-    assignment is deterministic and balanced (no reliance on Python's string hash)."""
+MAX_TIME_SLICES = 60  # an hour is cut into at most one slice per minute
+
+
+def hour_time_slices(plans: list[HourPlan], sizes: Mapping[HourId, int], slice_bytes: int) -> dict[HourId, int]:
+    """How many publish-time slices each hour is written in: one per ``slice_bytes`` of input, so a big
+    hour is merged, sorted and written by several tasks instead of one."""
+    out = {}
+    for p in plans:
+        hid = hour_id(p.topic, p.hour)
+        out[hid] = max(1, min(MAX_TIME_SLICES, -(-sizes[hid] // max(1, slice_bytes))))
+    return out
+
+
+def hour_slots(hours: list[T], partitions: int) -> dict[T, int]:
+    """Output partition of each hour (or hour slice) being written: round-robin over the sorted keys, so
+    the assignment is deterministic and balanced (no reliance on Python's string hash)."""
     return {hid: i % max(1, partitions) for i, hid in enumerate(sorted(hours))}
 
 
