@@ -4,8 +4,10 @@
 
 Steps (see docs/pipeline.md for the commit protocol):
 
-1. driver: list raw/ and archive/ (per topic, on threads), read the manifests of the hours that have
-   raw objects (or leftovers), plan each hour: new raw keys, covered raw keys, digest, generation;
+1. driver: list raw/ and archive/ (per topic, on threads) in rounds of about ``--round-keys`` keys (a
+   few topics at a time: the driver never holds the whole night's keys), read the manifests of the
+   round's hours that have raw objects (or leftovers), plan each hour: new raw keys, covered raw keys,
+   digest, generation; steps 2-5 run per round;
 2. small hours (input <= --direct-bytes, 256 MiB by default), packed about two units per core: one
    task per unit fetches each hour's raw objects (and old parquet files) with boto3 on threads,
    decodes them into Arrow, merges, cuts deterministic part files and PUTs them: no shuffle;
@@ -39,26 +41,12 @@ from chalicelib.core import archive_layout as layout  # noqa: E402
 from chalicelib.store import archive as store  # noqa: E402
 from spark_emr import lock, tasks  # noqa: E402
 from spark_emr import plan as planning  # noqa: E402
+from spark_emr.listing import Listing, listing_rounds  # noqa: E402
 
 DEFAULT_PART_BYTES = 128 * 1024 * 1024
 DEFAULT_PART_ROWS = 1_000_000
 DEFAULT_DIRECT_BYTES = 256 * 1024 * 1024
-
-
-def list_selection(s3c: Any, bucket: str, prefixes: list[str], threads: int) -> list[tuple[str, int]]:
-    """All (key, size) under ``prefixes``; broad prefixes are split per topic and listed on threads."""
-    topic_prefixes: list[str] = []
-    for prefix in prefixes:
-        depth = prefix.count("/")
-        if depth >= 3:  # raw/p/t/ : already a topic
-            topic_prefixes.append(prefix)
-            continue
-        level = [prefix]
-        while level and level[0].count("/") < 3:
-            level = [q for p in level for q in common.list_prefixes(s3c, bucket, p)]
-        topic_prefixes.extend(level)
-    found = common.threaded_map(lambda p: list(common.list_objects(s3c, bucket, p)), topic_prefixes, threads)
-    return [(o["Key"], int(o["Size"])) for objs in found for o in objs]
+DEFAULT_ROUND_KEYS = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -74,6 +62,7 @@ class Options:
     direct_bytes: int = DEFAULT_DIRECT_BYTES
     stop_after: str = ""  # "write" or "commit": simulates a crash after that phase
     slice_bytes: int = DEFAULT_DIRECT_BYTES  # a big hour is merged and written in slices of about this input
+    round_keys: int = DEFAULT_ROUND_KEYS  # keys listed, planned and compacted per round
 
 
 @dataclass
@@ -102,6 +91,7 @@ def compact(
     lease_seconds: int = lock.DEFAULT_LEASE_SECONDS,
     on_phase: Callable[[str], None] | None = None,
     slice_bytes: int = DEFAULT_DIRECT_BYTES,
+    round_keys: int = DEFAULT_ROUND_KEYS,
 ) -> dict[str, Any]:
     """Run one compaction under the archive maintenance lock; return a report.
 
@@ -111,7 +101,7 @@ def compact(
     took the lock over (this run then commits and deletes nothing more).
     """
     opts = Options(min_age_seconds, project, tuple(topics or ()), part_bytes, part_rows, threads, direct_bytes,
-                   stop_after, slice_bytes)
+                   stop_after, slice_bytes, round_keys)
     clock: lock.Clock = (lambda: now) if now is not None else time.time
     cfg = common.AwsConfig.from_env(threads)
     s3c = common.s3(cfg)
@@ -122,11 +112,9 @@ def compact(
         lease.release()
 
 
-def plan(s3c: Any, bucket: str, cfg: common.AwsConfig, opts: Options, now_ms: int) -> Planned:
-    """List raw/ and archive/, read the manifests (with their ETags) of the hours that need one, plan."""
-    topics = list(opts.topics)
-    raw = list_selection(s3c, bucket, common.raw_prefixes(opts.project, topics), opts.threads)
-    arch = list_selection(s3c, bucket, common.archive_prefixes(opts.project, topics), opts.threads)
+def plan(bucket: str, cfg: common.AwsConfig, opts: Options, now_ms: int, listing: Listing) -> Planned:
+    """Read the manifests (with their ETags) of the listed hours that need one, and plan them."""
+    raw, arch = listing
     hours = planning.group_listing(raw, arch)
     wanted = [(h.topic, h.hour) for h in hours.values() if planning.needs_manifest(h)]
     versions = tasks.read_manifest_versions(bucket, cfg, wanted)
@@ -138,10 +126,47 @@ def plan(s3c: Any, bucket: str, cfg: common.AwsConfig, opts: Options, now_ms: in
 def run_locked(
     spark: Any, bucket: str, cfg: common.AwsConfig, lease: lock.Lease, opts: Options, on_phase: Callable[[str], None]
 ) -> dict[str, Any]:
+    """Every round of the selection (listing_rounds); one report summing them."""
+    total: dict[str, Any] = {}
+    rounds = listing_rounds(common.s3(cfg), bucket, opts.project, list(opts.topics), opts.threads, opts.round_keys)
+    for n, listing in enumerate(rounds):
+        if n:
+            lease.renew()
+        report = run_round(spark, bucket, cfg, lease, opts, on_phase, listing)
+        total = add_reports(total, report)
+        total["rounds"] = n + 1
+        if "stopped_after" in report:
+            break
+    return total
+
+
+def add_reports(total: dict[str, Any], report: dict[str, Any]) -> dict[str, Any]:
+    """Numbers summed (nested dicts of numbers too), anything else as the latest round says."""
+    out = dict(total)
+    for key, value in report.items():
+        old = out.get(key)
+        if isinstance(value, (int, float)) and isinstance(old, (int, float)) and not isinstance(value, bool):
+            out[key] = round(old + value, 3) if isinstance(value, float) or isinstance(old, float) else old + value
+        elif isinstance(value, dict) and isinstance(old, dict):
+            out[key] = add_reports(old, value)
+        else:
+            out[key] = value
+    return out
+
+
+def run_round(
+    spark: Any,
+    bucket: str,
+    cfg: common.AwsConfig,
+    lease: lock.Lease,
+    opts: Options,
+    on_phase: Callable[[str], None],
+    listing: Listing,
+) -> dict[str, Any]:
     s3c = common.s3(cfg)
     t0 = time.monotonic()
     now_ms = int(lease.clock() * 1000)
-    planned = plan(s3c, bucket, cfg, opts, now_ms)
+    planned = plan(bucket, cfg, opts, now_ms, listing)
     work = planned.work
     t_plan = time.monotonic()
     common.progress("compact", f"planned {len(work)} topic hours, {sum(len(p.new_raw) for p in work):,} new raw "
@@ -183,15 +208,18 @@ def run_locked(
 
     lease.renew()  # LockLost here: delete nothing, the next run cleans up
     cleanup(s3c, bucket, planned, committed, conflicts, opts.threads, report)
-    t_end = time.monotonic()
-    report["seconds"] = {
+    report["seconds"] = phase_seconds(t0, t_plan, t_write, t_commit, time.monotonic())
+    return report
+
+
+def phase_seconds(t0: float, t_plan: float, t_write: float, t_commit: float, t_end: float) -> dict[str, float]:
+    return {
         "plan": round(t_plan - t0, 3),
         "spark": round(t_write - t_plan, 3),
         "commit": round(t_commit - t_write, 3),
         "cleanup": round(t_end - t_commit, 3),
         "total": round(t_end - t0, 3),
     }
-    return report
 
 
 def write(
@@ -315,6 +343,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         default=DEFAULT_DIRECT_BYTES,
         help="bigger hours are merged and written in publish-time slices of about this many input bytes",
     )
+    p.add_argument(
+        "--round-keys",
+        type=int,
+        default=DEFAULT_ROUND_KEYS,
+        help="the driver lists, plans and compacts the selection in rounds of about this many keys",
+    )
     common.add_lock_arguments(p)
     args = p.parse_args(argv)
     spark = common.get_spark("metro-compact", args.master)
@@ -332,6 +366,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             direct_bytes=args.direct_bytes,
             lease_seconds=args.lease_seconds,
             slice_bytes=args.slice_bytes,
+            round_keys=args.round_keys,
         ),
     )
     print(json.dumps(report, indent=None if args.json else 2, default=str))

@@ -36,7 +36,7 @@ from chalicelib.core import archive_layout as layout  # noqa: E402
 from chalicelib.store import archive as store  # noqa: E402
 from spark_emr import lock, tasks  # noqa: E402
 from spark_emr import plan as planning  # noqa: E402
-from spark_emr.compact import list_selection  # noqa: E402
+from spark_emr.listing import list_selection  # noqa: E402
 from spark_emr.settings import read_settings  # noqa: E402
 
 Unit = tuple[str, int, list[tuple[str, int]], list[tuple[str, int]]]  # topic, hour ms, raw, archive

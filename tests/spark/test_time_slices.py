@@ -55,3 +55,25 @@ def test_a_big_hour_written_in_slices_keeps_every_message_once(spark: Any, s3: A
     assert all(a[1] < b[0] for a, b in zip(ranges, ranges[1:], strict=False))  # slices do not overlap
     found = store.read_archived_bodies(s3, bucket, TOPIC, sorted(expected)[::7])
     assert {m: d for m, (d, _, _) in found.items()} == {m: expected[m] for m in sorted(expected)[::7]}
+
+
+@pytest.mark.spark
+def test_a_selection_is_compacted_in_rounds_of_a_few_topics(spark: Any, s3: Any, bucket: str) -> None:
+    rng = random.Random(5)
+    topics = [f"projects/proj/topics/round-{i}" for i in range(3)]
+    expected: dict[str, dict[str, bytes]] = {t: {} for t in topics}
+    for t in topics:
+        for i in range(4):
+            expected[t].update(publish(s3, bucket, t, BASE_MS + i * 60_000, 3, rng=rng)[1])
+    phases: list[str] = []
+
+    report = compact.compact(spark, bucket, min_age_seconds=0, now=NOW, threads=1, round_keys=1,
+                             on_phase=phases.append)
+    assert report["rounds"] == 3 and phases == ["planned", "written", "committed"] * 3
+    assert report["hours"] == 3 and report["manifests_out"] == 3 and report["raw_objects_deleted"] == 12
+    assert report["messages"] == 36 and report["job"] == "compact"
+    for t in topics:
+        seen, bodies = archive_view(s3, bucket, t)
+        assert set(seen.values()) == {1} and bodies == expected[t]
+    again = compact.compact(spark, bucket, min_age_seconds=0, now=NOW, threads=1, round_keys=1)
+    assert again["rounds"] == 3 and again["hours"] == 0 and again["raw_objects_deleted"] == 0
