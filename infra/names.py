@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from chalicelib.core.limits import DEPLOYED_MAX_REQUEST_BYTES
+
 APP = "metro"
 FUNCTIONS = ("api_handler", "fanout", "push", "maintenance")  # Chalice's names of the app's Lambda functions
 _STAGE = re.compile(r"^[a-z][a-z0-9]{0,15}$")
@@ -75,7 +77,10 @@ class StageNames:
         return f"{self.prefix}_fanout-failures"
 
     def environment(self) -> dict[str, str]:
-        """The functions' environment variables naming the stage's resources (chalicelib/config.py reads them)."""
+        """The deployed functions' environment naming the stage's resources (chalicelib/config.py reads it).
+
+        The deploy's template merge sets it, not .chalice/config.json: Chalice's test client runs the app
+        with a stage's settings, and the functional tests need the local names there."""
         return {
             "METRO_RESOURCES_TABLE": self.resources_table,
             "METRO_MESSAGES_TABLE": self.messages_table,
@@ -83,6 +88,7 @@ class StageNames:
             "METRO_BUCKET": self.bucket,
             "METRO_QUEUE_PREFIX": self.queue_prefix,
             "METRO_PUSH_FUNCTION": self.function("push"),
+            "METRO_MAX_REQUEST_BYTES": str(DEPLOYED_MAX_REQUEST_BYTES),
         }
 
 

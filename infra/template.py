@@ -5,7 +5,8 @@ deploy command hands to CloudFormation:
 
 * every function gets its stage name (``metro-<stage>[-name]``, what the policies and
   ``METRO_PUSH_FUNCTION`` name) and its code from the uploaded bundle;
-* environment values naming ``${AWS::...}`` (the bucket) go through ``Fn::Sub``;
+* the stage's resource names and request limit in every function's environment, through ``Fn::Sub``
+  where they name the account and region (the bucket);
 * the fan-out stream trigger Chalice declares (a SAM event on a placeholder stream) becomes an
   ``AWS::Lambda::EventSourceMapping`` on the storage stack's exported stream ARN with partial batch
   failure reports, bisection on error, a parallelization factor, and an on-failure destination: an
@@ -46,8 +47,11 @@ class Settings:
     layer_key: str = ""  # the pyarrow layer's zip in code_bucket (infra/layer.py); "" = no layer
 
 
-def _sub_environment(props: dict[str, Any]) -> None:
-    variables = props.get("Environment", {}).get("Variables", {})
+def _stage_environment(props: dict[str, Any], names: StageNames) -> None:
+    """The stage's resource names (infra/names.py) in the function's environment, ``Fn::Sub`` on the values
+    that name the account and region (the bucket)."""
+    variables = props.setdefault("Environment", {}).setdefault("Variables", {})
+    variables.update(names.environment())
     for key, value in list(variables.items()):
         if isinstance(value, str) and "${AWS::" in value:
             variables[key] = {"Fn::Sub": value}
@@ -129,7 +133,7 @@ def merge(packaged: Template, settings: Settings) -> Template:
         props = resources[logical_id]["Properties"]
         props["FunctionName"] = names.function(function)
         props["CodeUri"] = {"Bucket": settings.code_bucket, "Key": settings.code_key}
-        _sub_environment(props)
+        _stage_environment(props, names)
         if function in settings.reserved_concurrency:
             props["ReservedConcurrentExecutions"] = settings.reserved_concurrency[function]
     if settings.layer_key:
