@@ -106,10 +106,15 @@ def apply_change_set(cfn: Any, stack: str, source: dict[str, str], parameters: d
         status = ""
     kind = "UPDATE" if status and status != "REVIEW_IN_PROGRESS" else "CREATE"
     name = f"metro-{uuid.uuid4().hex[:12]}"
-    cfn.create_change_set(
-        StackName=stack, ChangeSetName=name, ChangeSetType=kind, Capabilities=CAPABILITIES,
-        Parameters=[{"ParameterKey": k, "ParameterValue": v} for k, v in sorted(parameters.items())], **source,
-    )
+    try:
+        cfn.create_change_set(
+            StackName=stack, ChangeSetName=name, ChangeSetType=kind, Capabilities=CAPABILITIES,
+            Parameters=[{"ParameterKey": k, "ParameterValue": v} for k, v in sorted(parameters.items())], **source,
+        )
+    except Exception as exc:  # some emulators refuse an empty change set at once instead of failing it
+        if any(r in str(exc) for r in NO_CHANGE_REASONS):
+            return False
+        raise
     try:
         cfn.get_waiter("change_set_create_complete").wait(StackName=stack, ChangeSetName=name, WaiterConfig=WAIT)
     except WaiterError:

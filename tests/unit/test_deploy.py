@@ -188,3 +188,24 @@ def test_uploads_are_content_addressed() -> None:
     first = deploy.upload(s3, "b", b"bundle", "dev", ".zip")
     assert deploy.upload(s3, "b", b"bundle", "dev", ".zip") == first  # same bytes: the template is unchanged
     assert deploy.upload(s3, "b", b"bundle2", "dev", ".zip") != first and first.startswith("deploy/dev/app-")
+
+
+def test_the_storage_stack_deploys_once_and_then_has_nothing_to_change(monkeypatch: pytest.MonkeyPatch) -> None:
+    from moto import mock_aws
+
+    for k, v in {"AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "x", "AWS_DEFAULT_REGION": "us-east-1"}.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    monkeypatch.setitem(deploy.WAIT, "Delay", 0)
+    target = deploy.Target(StageNames("dev"), "123456789012", "us-east-1")
+    body = {"TemplateBody": deploy.STORAGE_TEMPLATE.read_text()}
+    with mock_aws():
+        cfn = boto3.client("cloudformation", region_name="us-east-1")
+        stack_name = target.names.storage_stack
+        assert deploy.apply_change_set(cfn, stack_name, body, deploy.storage_parameters(target)) is True
+        assert set(boto3.client("dynamodb", region_name="us-east-1").list_tables()["TableNames"]) == set(
+            target.names.tables)
+        buckets = [b["Name"] for b in boto3.client("s3", region_name="us-east-1").list_buckets()["Buckets"]]
+        assert buckets == ["metro-dev-123456789012-us-east-1"]
+        assert deploy.apply_change_set(cfn, stack_name, body, deploy.storage_parameters(target)) is False
+        assert deploy.stack_status(cfn, stack_name) == "CREATE_COMPLETE"
