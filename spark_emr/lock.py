@@ -9,7 +9,8 @@ they take the same lock, ``locks/archive-maintenance.json`` in the data bucket:
 * renew (before every destructive phase): ``PUT If-Match: <our etag>``; it fails once another run
   has taken the lock over, and the job stops before committing or deleting anything
   (:class:`LockLost`);
-* release: ``DELETE If-Match: <our etag>`` (a lock taken over meanwhile is left to its new holder).
+* release: ``DELETE If-Match: <our etag>`` (a lock taken over meanwhile is left to its new holder);
+  where S3 refuses a conditional DELETE, a conditional PUT of an ended lease.
 
 Time comes from the injected ``clock`` (epoch seconds); the lease must outlast the longest phase
 between two renewals (a whole Spark write stage), hence the default of three hours.
@@ -88,11 +89,19 @@ class Lease:
             raise
 
     def release(self) -> None:
+        """Delete the lock if it is still ours; where a conditional DELETE is not supported, end the lease
+        with a conditional PUT instead (the next run then takes the expired lock over)."""
         try:
             self.s3.delete_object(Bucket=self.bucket, Key=self.key, IfMatch=self.etag)
         except Exception as exc:
-            if not (_conflict(exc) or _code(exc) in _MISSING_CODES):
-                raise
+            if _conflict(exc) or _code(exc) in _MISSING_CODES:
+                return
+            ended = json.dumps({"owner": self.owner, "job": self.job, "expires_ms": 0}).encode()
+            try:
+                self.s3.put_object(Bucket=self.bucket, Key=self.key, Body=ended, IfMatch=self.etag)
+            except Exception as again:
+                if not (_conflict(again) or _code(again) in _MISSING_CODES):
+                    raise
 
 
 def _read(s3: Any, bucket: str, key: str) -> tuple[dict[str, Any], str] | None:

@@ -122,3 +122,22 @@ def test_a_lease_is_renewed_only_by_its_holder(s3: Any, bucket: str) -> None:
     assert lock.LOCK_KEY in list_keys(s3, bucket)
     other.release()
     assert lock.LOCK_KEY not in list_keys(s3, bucket)
+
+
+def test_a_release_without_conditional_delete_ends_the_lease(s3: Any, bucket: str) -> None:
+    from botocore.exceptions import ClientError
+
+    class NoConditionalDelete:
+        """S3 as seen through an endpoint that refuses DeleteObject with If-Match."""
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(s3, name)
+
+        def delete_object(self, **kw: Any) -> None:
+            raise ClientError({"Error": {"Code": "NotImplemented", "Message": "If-Match"}}, "DeleteObject")
+
+    held = lock.acquire(NoConditionalDelete(), bucket, "compact", lambda: NOW, lease_seconds=LEASE)
+    held.release()
+    assert lock.LOCK_KEY in list_keys(s3, bucket)  # still there, but its lease has ended:
+    lock.acquire(s3, bucket, "compact", lambda: NOW, lease_seconds=LEASE).release()  # taken at once
+    assert lock.LOCK_KEY not in list_keys(s3, bucket)
