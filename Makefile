@@ -10,7 +10,7 @@ RECORD ?=
 
 .DEFAULT_GOAL := help
 .PHONY: help install install-run run run-aws check test lint ruff mypy unit functional e2e compat spark \
-        bench bench-quick bench-spark compact retention metrics replay deploy clean
+        bench bench-quick bench-spark compact retention metrics replay deploy destroy policies clean
 
 help: ## List the targets (this text)
 	@echo "Metro: a Google Pub/Sub REST v1 compatible service on AWS. Targets:"
@@ -104,8 +104,15 @@ replay: $(DEV_STAMP) ## Re-enqueue SUBSCRIPTION's messages published between STA
 	    echo "  e.g. START=\$$(date -u -d '-1 hour' +%FT%TZ) END=\$$(date -u -d '+1 minute' +%FT%TZ)"; exit 2; }
 	$(BIN)/python -m spark_emr.submit replay --subscription $(SUBSCRIPTION) --start $(START) --end $(END) $(ARGS)
 
-deploy: $(DEV_STAMP) ## Deploy to AWS (infra/deploy.sh: CloudFormation, then chalice deploy)
-	./infra/deploy.sh
+STAGE ?= dev
+deploy: $(DEV_STAMP) ## Deploy stage STAGE to AWS (storage stack, secrets, packaged app stack; re-runnable)
+	$(BIN)/python -m infra.deploy deploy --stage $(STAGE)
+
+destroy: $(DEV_STAMP) ## Remove stage STAGE's app; keeps tables and bucket unless DELETE_DATA=1
+	$(BIN)/python -m infra.deploy destroy --stage $(STAGE) $(if $(DELETE_DATA),--delete-data)
+
+policies: $(DEV_STAMP) ## Regenerate the per-function IAM policies of .chalice/
+	$(BIN)/python -m infra.policies
 
 clean: ## Remove .venv, caches and bench/out/
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache bench/out

@@ -7,13 +7,10 @@ from typing import Any
 
 from chalice.app import Chalice, Rate, Request, Response
 
-from chalicelib import config, runtime
 from chalicelib.api import jwks, routes
 from chalicelib.api import permissions as paths
 from chalicelib.api.http import CONTENT_TYPES
 from chalicelib.delivery import handlers
-
-runtime.check_secrets(config.load())  # refuse to start on a missing or built-in secret (docs/security.md)
 
 app = Chalice(app_name="metro")
 app.api.binary_types = []  # bodies are JSON; keep them as text

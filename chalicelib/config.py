@@ -67,6 +67,9 @@ class Config:
     dead_letter_retry_seconds: int = field(default_factory=lambda: int(_env("METRO_DEAD_LETTER_RETRY_SECONDS",
                                                                            "300")))
     quotas: Quotas = field(default_factory=Quotas)
+    # The largest request body the deployed path carries (Lambda's 6 MB payload less headroom; the deploy sets
+    # it); 0 = only Google's own limits.
+    max_request_bytes: int = field(default_factory=lambda: int(_env("METRO_MAX_REQUEST_BYTES", "0")))
     # --- identity and access (docs/security.md) ---
     auth_mode: str = field(default_factory=_auth_mode)
     # The service admin's token (the bootstrap principal); required in keys mode, never defaulted.

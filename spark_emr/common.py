@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import json
 import os
 import sys
 import threading
@@ -193,11 +194,28 @@ def ensure_importable() -> None:
         sys.path.insert(0, root)
 
 
+def is_local(master: str | None) -> bool:
+    """Whether the executors run on this machine: a ``local[...]`` master, given or set by spark-submit
+    (``spark.master`` reaches the driver as ``--master``; without either Spark defaults to local)."""
+    chosen = master or os.environ.get("MASTER") or _submitted_master() or "local"
+    return chosen.startswith("local")
+
+
+def _submitted_master() -> str:
+    """The master spark-submit was given: a driver in a YARN container (``--deploy-mode cluster``) is on
+    YARN; a client-mode driver finds ``--master`` in PYSPARK_SUBMIT_ARGS."""
+    if os.environ.get("CONTAINER_ID") or os.environ.get("SPARK_YARN_STAGING_DIR"):
+        return "yarn"
+    args = os.environ.get("PYSPARK_SUBMIT_ARGS", "").split()
+    return args[args.index("--master") + 1] if "--master" in args[:-1] else ""
+
+
 def get_spark(app_name: str, master: str | None = None, extra: dict[str, str] | None = None) -> Any:
     """The job's SparkSession (created or reused).
 
     With a local master the project root goes onto the Python workers' PYTHONPATH (they import
-    ``chalicelib`` and ``spark_emr``); on a cluster the code travels with ``--py-files metro.zip``.
+    ``chalicelib`` and ``spark_emr``); on a cluster the code travels with ``--py-files metro-emr.zip``
+    and spark-submit sets the executors' PYTHONPATH (nothing here overrides it).
     """
     from pyspark.sql import SparkSession
 
@@ -214,13 +232,17 @@ def get_spark(app_name: str, master: str | None = None, extra: dict[str, str] | 
         # Spark's stage progress bar on stderr (`make compact` and friends turn it on)
         "spark.ui.showConsoleProgress": os.environ.get("METRO_SPARK_PROGRESS", "false"),
     }
-    pythonpath = os.pathsep.join(p for p in (str(PROJECT_ROOT), os.environ.get("PYTHONPATH", "")) if p)
-    conf["spark.executorEnv.PYTHONPATH"] = pythonpath
+    local = is_local(master)
+    if local:  # the workers run on this machine: the driver's paths exist there
+        pythonpath = os.pathsep.join(p for p in (str(PROJECT_ROOT), os.environ.get("PYTHONPATH", "")) if p)
+        conf["spark.executorEnv.PYTHONPATH"] = pythonpath
+    # else (YARN, EMR): spark-submit ships --py-files and sets the executors' PYTHONPATH itself; the
+    # driver's absolute paths would not exist on the other nodes
     for k in ("AWS_ENDPOINT_URL", "AWS_REGION", "AWS_DEFAULT_REGION"):
         if os.environ.get(k):
             conf[f"spark.executorEnv.{k}"] = os.environ[k]
     launched_here = "PYSPARK_GATEWAY_PORT" not in os.environ  # not under spark-submit
-    if (master or "local").startswith("local") and launched_here and not os.environ.get("PYSPARK_PYTHON"):
+    if local and launched_here and not os.environ.get("PYSPARK_PYTHON"):
         os.environ["PYSPARK_PYTHON"] = sys.executable  # workers use the driver's interpreter (the venv)
     conf.update(extra or {})
     for k, v in conf.items():
@@ -244,6 +266,31 @@ def base_parser(description: str) -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, default=16, help="S3 threads per task")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     return p
+
+
+LOCK_EXIT_CODE = 75  # EX_TEMPFAIL: another run holds the archive maintenance lock, try again later
+
+
+def add_lock_arguments(p: argparse.ArgumentParser) -> None:
+    from spark_emr import lock
+
+    p.add_argument(
+        "--lease-seconds",
+        type=int,
+        default=lock.DEFAULT_LEASE_SECONDS,
+        help="lease of the archive maintenance lock: a crashed holder's lock is taken over after this long",
+    )
+
+
+def run_or_report_lock(job: str, run: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """``run()``; when the lock is held by another run (or lost to one), print why and exit 75."""
+    from spark_emr import lock
+
+    try:
+        return run()
+    except (lock.LockHeld, lock.LockLost) as exc:
+        print(json.dumps({"job": job, "error": type(exc).__name__, "detail": str(exc)}))
+        raise SystemExit(LOCK_EXIT_CODE) from exc
 
 
 def raw_prefixes(project: str, topics: list[str]) -> list[str]:

@@ -34,7 +34,7 @@ from chalicelib.core import archive_layout as layout  # noqa: E402
 from chalicelib.store import archive as store  # noqa: E402
 from spark_emr import plan as planning  # noqa: E402
 from spark_emr import reports, tasks, transforms  # noqa: E402
-from spark_emr.compact import list_selection  # noqa: E402
+from spark_emr.listing import list_selection  # noqa: E402
 
 Unit = tuple[str, int, list[str], bool]  # topic, hour ms, raw keys, has manifest
 

@@ -10,10 +10,12 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TypeVar
 
 from chalicelib.core import archive_layout as layout
 
 HourId = tuple[str, int]  # (topic, hour start in epoch ms)
+T = TypeVar("T", bound=tuple[object, ...])
 
 
 def hour_id(topic: str, hour: datetime) -> HourId:
@@ -199,32 +201,85 @@ def split_direct(
     return units, big
 
 
-def hour_slots(hours: list[HourId], partitions: int) -> dict[HourId, int]:
-    """Output partition of each hour being written: round-robin over the sorted hours, so the
-    assignment is deterministic and balanced (no reliance on Python's string hash)."""
+MAX_TIME_SLICES = 60  # an hour is cut into at most one slice per minute
+
+
+def hour_time_slices(plans: list[HourPlan], sizes: Mapping[HourId, int], slice_bytes: int) -> dict[HourId, int]:
+    """How many publish-time slices each hour is written in: one per ``slice_bytes`` of input, so a big
+    hour is merged, sorted and written by several tasks instead of one."""
+    out = {}
+    for p in plans:
+        hid = hour_id(p.topic, p.hour)
+        out[hid] = max(1, min(MAX_TIME_SLICES, -(-sizes[hid] // max(1, slice_bytes))))
+    return out
+
+
+def hour_slots(hours: list[T], partitions: int) -> dict[T, int]:
+    """Output partition of each hour (or hour slice) being written: round-robin over the sorted keys, so
+    the assignment is deterministic and balanced (no reliance on Python's string hash)."""
     return {hid: i % max(1, partitions) for i, hid in enumerate(sorted(hours))}
 
 
 # --- retention --------------------------------------------------------------------------------
 
 
-def retention_for(topic: str, default_seconds: int, overrides: Mapping[str, int]) -> int:
-    """A topic's retention: per-topic override, else per-project (``projects/p``), else the default."""
-    if topic in overrides:
-        return int(overrides[topic])
+@dataclass(frozen=True)
+class RetentionSettings:
+    """What the resources table says about how long a topic's messages may still be needed.
+
+    ``topics``: each topic's own messageRetentionDuration in seconds (0 when unset);
+    ``subscriptions``: per topic, the longest messageRetentionDuration of its subscriptions (an unacked
+    message may be delivered, and an acked one sought back to, that long after its publication);
+    ``longest``: the longest of any subscription, for topics no longer in the table (their detached
+    subscriptions may still hold a backlog). ``known`` is False when no table was read: the command
+    line then decides alone.
+    """
+
+    topics: Mapping[str, int] = field(default_factory=dict)
+    subscriptions: Mapping[str, int] = field(default_factory=dict)
+    longest: int = 0
+    known: bool = False
+
+    def floor(self, topic: str) -> int:
+        """Seconds a topic's messages must be kept: nothing may be deleted any earlier."""
+        if not self.known:
+            return 0
+        if topic not in self.topics:
+            return self.longest
+        return max(self.topics[topic], self.subscriptions.get(topic, 0))
+
+
+NO_SETTINGS = RetentionSettings()
+
+
+def retention_for(
+    topic: str, default_seconds: int, overrides: Mapping[str, int], settings: RetentionSettings = NO_SETTINGS
+) -> int:
+    """A topic's retention: per-topic override, else per-project (``projects/p``), else what the topic's and
+    its subscriptions' settings need, else the default; never less than the settings need (an override
+    can shorten retention only down to that floor)."""
+    floor = settings.floor(topic)
     project = "/".join(topic.split("/")[:2])
-    if project in overrides:
-        return int(overrides[project])
-    return default_seconds
+    if topic in overrides:
+        wanted = int(overrides[topic])
+    elif project in overrides:
+        wanted = int(overrides[project])
+    else:
+        wanted = floor or default_seconds
+    return max(wanted, floor)
 
 
 def expired_hours(
-    hours: Mapping[HourId, HourListing], now_ms: int, default_seconds: int, overrides: Mapping[str, int]
+    hours: Mapping[HourId, HourListing],
+    now_ms: int,
+    default_seconds: int,
+    overrides: Mapping[str, int],
+    settings: RetentionSettings = NO_SETTINGS,
 ) -> list[HourListing]:
     """Hours whose every message is older than the topic's retention (the hour's end has passed it)."""
     out = []
     for (topic, start), h in sorted(hours.items()):
-        keep_ms = retention_for(topic, default_seconds, overrides) * 1000
+        keep_ms = retention_for(topic, default_seconds, overrides, settings) * 1000
         if start + layout.HOUR_MS <= now_ms - keep_ms:
             out.append(h)
     return out

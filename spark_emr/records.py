@@ -201,8 +201,10 @@ class PartWriter:
         part_bytes: int,
         part_rows: int,
         emit: Callable[[Part], None],
+        first_index: int = 0,
     ) -> None:
         self.topic, self.hour, self.digest = topic, hour, digest
+        self.first_index = first_index  # a time slice's parts are numbered from slice * SLICE_STRIDE
         self.part_bytes, self.part_rows = max(1, part_bytes), max(1, part_rows)
         self.emit = emit
         self.buffer: list[pa.Table] = []
@@ -242,7 +244,7 @@ class PartWriter:
         chunk = pa.concat_tables(self.buffer).combine_chunks()
         body = store.table_to_parquet(chunk)
         ids = chunk.column("message_id")
-        key = layout.part_key(self.topic, self.hour, self.digest, len(self.parts))
+        key = layout.part_key(self.topic, self.hour, self.digest, self.first_index + len(self.parts))
         info = layout.ManifestFile(
             key=key,
             rows=chunk.num_rows,
@@ -261,13 +263,32 @@ class PartWriter:
 
 
 def split_parts(
-    table: pa.Table, topic: str, hour: datetime, digest: str, part_bytes: int, part_rows: int
+    table: pa.Table, topic: str, hour: datetime, digest: str, part_bytes: int, part_rows: int, first_index: int = 0
 ) -> list[Part]:
     """Cut sorted archive rows into deterministic part files (same rows -> same names and content)."""
     out: list[Part] = []
-    writer = PartWriter(topic, hour, digest, part_bytes, part_rows, out.append)
+    writer = PartWriter(topic, hour, digest, part_bytes, part_rows, out.append, first_index)
     writer.add(table)
     writer.close()
+    return out
+
+
+SLICE_STRIDE = 10_000  # part numbers per time slice of an hour (parts of slice s: s * SLICE_STRIDE + n)
+
+
+def time_slices(table: pa.Table, hour_ms: int, slices: int) -> list[tuple[int, pa.Table]]:
+    """Split an hour's rows into ``slices`` equal publish-time ranges: ``[(slice, rows), ...]``, non-empty
+    ones only. A message id starts with its publish time, so every copy of a message lands in the same
+    slice, and the slices, each sorted, are the hour sorted."""
+    if slices <= 1 or table.num_rows == 0:
+        return [(0, table)] if table.num_rows else []
+    micros = pc.cast(table.column("publish_time"), pa.int64())
+    offset = pc.subtract(pc.divide(micros, 1000), hour_ms)
+    index = pc.divide(pc.multiply(pc.max_element_wise(offset, 0), slices), layout.HOUR_MS)
+    index = pc.min_element_wise(index, slices - 1)
+    out = []
+    for s in sorted(set(index.to_pylist())):
+        out.append((int(s), table.filter(pc.equal(index, s))))
     return out
 
 

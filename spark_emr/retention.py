@@ -1,13 +1,18 @@
 """Retention: delete archive hours and raw objects older than each topic's retention.
 
-    spark-submit --master local[2] spark_emr/retention.py --bucket B --messages-table T \
+    spark-submit --master local[2] spark_emr/retention.py --bucket B --messages-table T --resources-table R \
         --retention-seconds 604800 [--topic-retention projects/p/topics/t=86400] [--retention-file r.json] [--dry-run]
 
-An hour goes once its end is older than the topic's retention (per-topic override, else per-project
-``projects/p`` override, else the default). Per hour, in a task: read the manifest (messages come
-from it), count the messages of raw objects it does not cover (header range GETs), then delete the
-raw objects, then the manifest (readers stop seeing the hour), then the remaining archive files. An
-interrupted run leaves only objects of an expired hour, which the next run deletes.
+An hour goes once its end is older than the topic's retention: per-topic override, else per-project
+``projects/p`` override, else what the resources table says (``--resources-table``: the topic's own
+messageRetentionDuration and its subscriptions'), else the default; never less than the table's
+settings need, so a short override cannot delete bodies that an unacked message may still point to.
+The run holds the archive maintenance lock (spark_emr/lock.py), like compaction.
+
+Per hour, in a task: read the manifest (messages come from it), count the messages of raw objects it
+does not cover (header range GETs), then delete the raw objects, then the manifest (readers stop seeing
+the hour), then the remaining archive files. An interrupted run leaves only objects of an expired hour,
+which the next run deletes.
 The DynamoDB messages table expires its items on its own (``ttl``), so it is not touched.
 """
 
@@ -29,9 +34,10 @@ common.ensure_importable()
 
 from chalicelib.core import archive_layout as layout  # noqa: E402
 from chalicelib.store import archive as store  # noqa: E402
+from spark_emr import lock, tasks  # noqa: E402
 from spark_emr import plan as planning  # noqa: E402
-from spark_emr import tasks  # noqa: E402
-from spark_emr.compact import list_selection  # noqa: E402
+from spark_emr.listing import list_selection  # noqa: E402
+from spark_emr.settings import read_settings  # noqa: E402
 
 Unit = tuple[str, int, list[tuple[str, int]], list[tuple[str, int]]]  # topic, hour ms, raw, archive
 
@@ -77,23 +83,53 @@ def retention(
     threads: int = 16,
     now: float | None = None,
     dry_run: bool = False,
+    resources_table: str = "",
+    lease_seconds: int = lock.DEFAULT_LEASE_SECONDS,
 ) -> dict[str, Any]:
-    """Delete expired hours; return a report (totals, per topic, per hour)."""
+    """Delete expired hours under the archive maintenance lock; return a report (totals, per topic, per hour).
+
+    With ``resources_table`` each topic's retention is at least what its own and its subscriptions'
+    messageRetentionDuration need (see :func:`plan.retention_for`).
+    """
+    clock: lock.Clock = (lambda: now) if now is not None else time.time
     cfg = common.AwsConfig.from_env(threads)
+    settings = (
+        read_settings(common.client("dynamodb", cfg), resources_table) if resources_table else planning.NO_SETTINGS
+    )
+    lease = lock.acquire(common.s3(cfg), bucket, "retention", clock, lease_seconds)
+    try:
+        return expire(spark, bucket, cfg, lease, retention_seconds, overrides or {}, settings,
+                      project, topics or [], dry_run)
+    finally:
+        lease.release()
+
+
+def expire(
+    spark: Any,
+    bucket: str,
+    cfg: common.AwsConfig,
+    lease: lock.Lease,
+    retention_seconds: int,
+    overrides: dict[str, int],
+    settings: planning.RetentionSettings,
+    project: str,
+    topics: list[str],
+    dry_run: bool,
+) -> dict[str, Any]:
     s3c = common.s3(cfg)
     t0 = time.monotonic()
-    now_ms = int((now if now is not None else time.time()) * 1000)
-    topics = topics or []
-    raw = list_selection(s3c, bucket, common.raw_prefixes(project, topics), threads)
-    arch = list_selection(s3c, bucket, common.archive_prefixes(project, topics), threads)
+    now_ms = int(lease.clock() * 1000)
+    raw = list_selection(s3c, bucket, common.raw_prefixes(project, topics), cfg.threads)
+    arch = list_selection(s3c, bucket, common.archive_prefixes(project, topics), cfg.threads)
     hours = planning.group_listing(raw, arch)
-    expired = planning.expired_hours(hours, now_ms, retention_seconds, overrides or {})
+    expired = planning.expired_hours(hours, now_ms, retention_seconds, overrides, settings)
     units: list[Unit] = [
         (h.topic, layout.hour_ms(h.hour), sorted(h.raw.items()), sorted(h.archive.items())) for h in expired
     ]
     rows: list[dict[str, Any]] = []
     common.progress("retention", f"{len(units)} expired topic hours{' (dry run)' if dry_run else ''}")
     if units:
+        lease.renew()  # LockLost here: another run owns the archive now, delete nothing
         sc = spark.sparkContext
         slices = min(len(units), max(1, sc.defaultParallelism) * 3)
         rows = sc.parallelize(units, slices).map(expire_fn(bucket, cfg, dry_run)).collect()
@@ -102,11 +138,15 @@ def retention(
         for k in ("objects", "raw_objects", "archive_objects", "bytes", "messages"):
             per_topic[r["topic"]][k] += r[k]
         per_topic[r["topic"]]["hours"] += 1
+        per_topic[r["topic"]]["retention_seconds"] = planning.retention_for(
+            r["topic"], retention_seconds, overrides, settings
+        )
     totals = planning.summarize(rows, ("objects", "raw_objects", "archive_objects", "bytes", "messages"))
     return {
         "job": "retention",
         "bucket": bucket,
         "dry_run": dry_run,
+        "settings_from_table": settings.known,
         "hours": len(rows),
         **{k: totals.get(k, 0) for k in ("objects", "raw_objects", "archive_objects", "bytes", "messages")},
         "topics": {t: dict(v) for t, v in sorted(per_topic.items())},
@@ -135,17 +175,31 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--topic-retention", action="append", default=[], help="NAME=SECONDS, NAME a topic or projects/p")
     p.add_argument("--retention-file", default="", help='JSON {"projects/p/topics/t": seconds, ...}')
     p.add_argument("--dry-run", action="store_true", help="report what would go, delete nothing")
+    p.add_argument(
+        "--resources-table",
+        default="",
+        help="the resources table: retention never goes below what each topic's and its subscriptions' "
+        "messageRetentionDuration need (without it the command line decides alone)",
+    )
+    common.add_lock_arguments(p)
     args = p.parse_args(argv)
+    if not args.resources_table:
+        common.progress("retention", "no --resources-table: the command line alone decides what expires")
     spark = common.get_spark("metro-retention", args.master)
-    report = retention(
-        spark,
-        args.bucket,
-        args.retention_seconds,
-        parse_overrides(args.topic_retention, args.retention_file),
-        project=args.project,
-        topics=args.topic,
-        threads=args.threads,
-        dry_run=args.dry_run,
+    report = common.run_or_report_lock(
+        "retention",
+        lambda: retention(
+            spark,
+            args.bucket,
+            args.retention_seconds,
+            parse_overrides(args.topic_retention, args.retention_file),
+            project=args.project,
+            topics=args.topic,
+            threads=args.threads,
+            dry_run=args.dry_run,
+            resources_table=args.resources_table,
+            lease_seconds=args.lease_seconds,
+        ),
     )
     if not args.json:
         report = {k: v for k, v in report.items() if k != "removed"}

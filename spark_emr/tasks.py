@@ -110,22 +110,30 @@ def fetch_hour_tables(
         yield from decode()
 
 
+SliceId = tuple[str, int, int]  # topic, hour ms, time slice of the hour (records.time_slices)
+
+
 def fetch_tables(
-    bucket: str, cfg: common.AwsConfig, keys: list[str], timers: Timers | None = None
-) -> Iterator[tuple[HourId, bytes]]:
-    """The shuffle path's fetch: ``(topic, hour ms) -> Arrow IPC bytes``."""
+    bucket: str,
+    cfg: common.AwsConfig,
+    keys: list[str],
+    timers: Timers | None = None,
+    slices: Mapping[HourId, int] | None = None,
+) -> Iterator[tuple[SliceId, bytes]]:
+    """The shuffle path's fetch: ``(topic, hour ms, slice) -> Arrow IPC bytes``; an hour planned in
+    several time slices is cut here, so each slice is merged and written by its own task."""
     for hid, table in fetch_hour_tables(bucket, cfg, keys, timers):
         t = time.monotonic()
-        blob = records.table_to_ipc(table)
+        for piece, rows in records.time_slices(table, hid[1], (slices or {}).get(hid, 1)):
+            yield (hid[0], hid[1], piece), records.table_to_ipc(rows)
         _add(timers, "decode", t)
-        yield hid, blob
 
 
 def fetch_tables_fn(
-    bucket: str, cfg: common.AwsConfig, timers: Timers | None = None
-) -> Callable[[list[str]], Iterator[tuple[HourId, bytes]]]:
-    def run(keys: list[str]) -> Iterator[tuple[HourId, bytes]]:
-        return fetch_tables(bucket, cfg, keys, timers)
+    bucket: str, cfg: common.AwsConfig, timers: Timers | None = None, slices: Mapping[HourId, int] | None = None
+) -> Callable[[list[str]], Iterator[tuple[SliceId, bytes]]]:
+    def run(keys: list[str]) -> Iterator[tuple[SliceId, bytes]]:
+        return fetch_tables(bucket, cfg, keys, timers, slices)
 
     return run
 
@@ -139,13 +147,14 @@ def write_hour(
     part_bytes: int,
     part_rows: int,
     timers: Timers | None = None,
+    first_index: int = 0,
 ) -> list[FileRow]:
     """Merge an hour's tables (sort, drop repeats), cut deterministic parts, PUT them on threads."""
     s3c = common.s3(cfg)
     t = time.monotonic()
     table = records.merge_tables(tables)
     t = _add(timers, "merge", t)
-    parts = records.split_parts(table, hid[0], layout.hour_of_ms(hid[1]), digest, part_bytes, part_rows)
+    parts = records.split_parts(table, hid[0], layout.hour_of_ms(hid[1]), digest, part_bytes, part_rows, first_index)
     t = _add(timers, "parquet", t)
 
     def put(p: records.Part) -> None:
@@ -166,13 +175,16 @@ def write_hours_fn(
     part_bytes: int,
     part_rows: int,
     timers: Timers | None = None,
-) -> Callable[[Iterator[tuple[HourId, Any]]], Iterator[FileRow]]:
-    """The shuffle path's writer, for ``mapPartitions`` after ``groupByKey``: one hour at a time."""
+) -> Callable[[Iterator[tuple[SliceId, Any]]], Iterator[FileRow]]:
+    """The shuffle path's writer, for ``mapPartitions`` after ``groupByKey``: one time slice of an hour at
+    a time (its parts numbered from ``slice * records.SLICE_STRIDE``)."""
 
-    def run(groups: Iterator[tuple[HourId, Any]]) -> Iterator[FileRow]:
-        for hid, blobs in groups:
+    def run(groups: Iterator[tuple[SliceId, Any]]) -> Iterator[FileRow]:
+        for (topic, hour_ms, piece), blobs in groups:
+            hid = (topic, hour_ms)
             tables = (records.ipc_to_table(b) for b in blobs)
-            yield from write_hour(bucket, cfg, hid, tables, digests[hid], part_bytes, part_rows, timers)
+            yield from write_hour(bucket, cfg, hid, tables, digests[hid], part_bytes, part_rows, timers,
+                                  piece * records.SLICE_STRIDE)
 
     return run
 
@@ -209,14 +221,14 @@ def header_counts(bucket: str, cfg: common.AwsConfig, key: str) -> tuple[int, in
     return records.raw_counts(blob)
 
 
-def read_manifests(
+def read_manifest_versions(
     bucket: str, cfg: common.AwsConfig, hours: list[tuple[str, datetime]]
-) -> dict[tuple[str, int], layout.Manifest | None]:
-    """Manifests of ``(topic, hour)`` pairs, fetched on threads (driver side)."""
+) -> dict[tuple[str, int], tuple[layout.Manifest | None, str]]:
+    """Manifests of ``(topic, hour)`` pairs with their ETags, fetched on threads (driver side)."""
     s3c = common.s3(cfg)
 
-    def one(th: tuple[str, datetime]) -> tuple[tuple[str, int], layout.Manifest | None]:
+    def one(th: tuple[str, datetime]) -> tuple[tuple[str, int], tuple[layout.Manifest | None, str]]:
         topic, hour = th
-        return (topic, layout.hour_ms(hour)), store.read_manifest(s3c, bucket, topic, hour)
+        return (topic, layout.hour_ms(hour)), store.read_manifest_version(s3c, bucket, topic, hour)
 
     return dict(common.threaded_map(one, hours, cfg.threads))

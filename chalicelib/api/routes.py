@@ -19,8 +19,9 @@ from chalicelib.api import account_handlers, handlers, permissions
 from chalicelib.api.auth import authenticate, authorize
 from chalicelib.api.handlers import Incoming, Result
 from chalicelib.api.http import guarded, json_response, not_found, parse_body, split_segment
-from chalicelib.core import names
+from chalicelib.core import limits, names
 from chalicelib.core.identity import Principal
+from chalicelib.runtime import services
 
 T = TypeVar("T")
 Table = Mapping[tuple[str, str], Callable[[T, Incoming], Result]]
@@ -29,7 +30,11 @@ _PROFILE = "profile"  # GET /v1/users/profile: the caller's own user
 
 
 def _incoming(request: Request, principal: Principal) -> Incoming:
-    body = parse_body(request.raw_body) if request.method in _WITH_BODY else {}
+    body = {}
+    if request.method in _WITH_BODY:
+        raw = request.raw_body
+        limits.check_request_size(len(raw or b""), services().ctx.config.max_request_bytes)
+        body = parse_body(raw)
     return Incoming(body, dict(request.query_params or {}), principal)
 
 

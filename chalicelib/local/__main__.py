@@ -62,7 +62,11 @@ def main(
         logging.getLogger(noisy).setLevel(logging.WARNING)
     from chalicelib.local.server import Stack  # after the port check: importing the app takes seconds
 
-    stack = Stack(use_aws=aws)
+    try:
+        stack = Stack(use_aws=aws)
+    except RuntimeError as exc:  # a configuration Metro refuses to start with: say why, no traceback
+        print(f"Metro cannot start: {exc}", file=sys.stderr, flush=True)
+        sys.exit(1)
 
     def stop(*_: object) -> None:
         print("Metro stopping", flush=True)

@@ -19,6 +19,7 @@ from chalice.local import (
 )
 
 from chalicelib import config as metro_config
+from chalicelib import runtime
 from chalicelib.core.errors import NotFound
 from chalicelib.delivery import handlers
 from chalicelib.local.bootstrap import bootstrap
@@ -83,6 +84,7 @@ class Stack:
         self.config = metro_config.load()
         self.local = metro_config.LocalConfig()
         bootstrap(self.config)
+        runtime.services()  # refuses to start on a missing or built-in secret (docs/security.md)
         self.pump = StreamPump(self.config, handlers.fanout, interval=self.local.pump_interval)
         self.push_pump = PushPump(self.config, handlers.push, refresh=self.local.push_refresh)
         self.schedule = Schedule(handlers.maintenance, self.local.maintenance_interval)

@@ -65,13 +65,42 @@ def _is_missing(exc: Exception) -> bool:
 
 def read_manifest(s3_client: S3Client, bucket: str, topic: str, hour: datetime) -> layout.Manifest | None:
     """The committed manifest of one topic hour, or None when the hour has none."""
+    return read_manifest_version(s3_client, bucket, topic, hour)[0]
+
+
+def read_manifest_version(
+    s3_client: S3Client, bucket: str, topic: str, hour: datetime
+) -> tuple[layout.Manifest | None, str]:
+    """The committed manifest of one topic hour and its ETag (``(None, "")`` when the hour has none).
+
+    Compaction replaces a manifest only ``If-Match`` this ETag (:func:`put_manifest`).
+    """
     try:
         obj = s3_client.get_object(Bucket=bucket, Key=layout.manifest_key(topic, hour))
     except Exception as exc:
         if _is_missing(exc):
-            return None
+            return None, ""
         raise
-    return layout.parse_manifest(obj["Body"].read())
+    return layout.parse_manifest(obj["Body"].read()), str(obj.get("ETag", ""))
+
+
+def put_manifest(s3_client: S3Client, bucket: str, manifest: layout.Manifest, replaces_etag: str) -> bool:
+    """Commit ``manifest`` only over the version it was planned from: ``If-Match`` that version's ETag, or
+    ``If-None-Match: *`` when the hour had none. False when another run committed the hour meanwhile."""
+    key = layout.manifest_key(manifest.topic, manifest.hour)
+    body = layout.serialize_manifest(manifest)
+    kind = "application/json"
+    try:
+        if replaces_etag:
+            s3_client.put_object(Bucket=bucket, Key=key, Body=body, ContentType=kind, IfMatch=replaces_etag)
+        else:
+            s3_client.put_object(Bucket=bucket, Key=key, Body=body, ContentType=kind, IfNoneMatch="*")
+    except Exception as exc:
+        code = getattr(exc, "response", {}).get("Error", {}).get("Code", "")
+        if code in ("PreconditionFailed", "412", "ConditionalRequestConflict", "409"):
+            return False
+        raise
+    return True
 
 
 def _read_hour(s3_client: S3Client, bucket: str, manifest: layout.Manifest, wanted: set[str]) -> dict[str, Body]:

@@ -1,7 +1,7 @@
 """EMR step definitions of the spark_emr/ jobs, their submission, and the nightly schedule.
 
     python -m infra.emr.steps --cluster-id j-XXXX --bucket metro-data --messages-table metro-messages \
-        --code s3://code-bucket/metro/v1 [--jobs compact,retention,metrics] [--print]
+        --resources-table metro-resources --code s3://code-bucket/metro/v1 [--jobs compact,retention,metrics] [--print]
 
 Each step is ``command-runner.jar spark-submit --deploy-mode cluster --py-files <code>/metro-emr.zip
 <code>/jobs/<job>.py --bucket ... --messages-table ...`` (see infra/emr/package.py for the bundle).
@@ -22,6 +22,15 @@ DEFAULT_SPARK_CONF = {
     "spark.sql.session.timeZone": "UTC",
     "spark.python.worker.reuse": "true",
     "spark.yarn.maxAppAttempts": "1",  # a failed job is re-run by the next schedule, not by YARN
+    # Sized for the core nodes of infra/emr/cluster.py (m7g.xlarge: 4 vCPU, 16 GiB, ~12 GiB for YARN):
+    # one executor per node. The Arrow decoding, merging and Parquet writing happen in the Python
+    # workers, off the JVM heap, so the overhead (what YARN grants beyond the heap) is as large as it.
+    "spark.executor.cores": "4",
+    "spark.executor.memory": "5g",
+    "spark.executor.memoryOverhead": "5g",
+    "spark.driver.memory": "4g",  # the driver holds the night's listings and plans
+    "spark.driver.memoryOverhead": "1g",
+    "spark.network.timeout": "600s",
 }
 
 
@@ -71,11 +80,15 @@ def nightly_steps(
     retention_seconds: int = 7 * 86400,
     topic_retention: dict[str, int] | None = None,
     jobs: tuple[str, ...] = NIGHTLY,
+    resources_table: str = "",
 ) -> list[dict[str, Any]]:
-    """Compaction, then retention, then metrics (EMR runs a cluster's steps one after another)."""
+    """Compaction, then retention, then metrics (EMR runs a cluster's steps one after another).
+
+    With ``resources_table`` retention keeps what each topic's and subscription's settings need."""
     extras: dict[str, dict[str, Any]] = {
         "compact": {"min_age_seconds": min_age_seconds},
         "retention": {
+            **({"resources_table": resources_table} if resources_table else {}),
             "retention_seconds": retention_seconds,
             "topic_retention": [f"{t}={s}" for t, s in sorted((topic_retention or {}).items())],
         },
@@ -133,7 +146,9 @@ def schedule_definition(
 
 def placeholder_schedule() -> dict[str, Any]:
     """The checked-in infra/emr/nightly-schedule.json (placeholders in ${...})."""
-    steps = nightly_steps("${BUCKET}", "${MESSAGES_TABLE}", "s3://${CODE_BUCKET}/metro/${VERSION}")
+    steps = nightly_steps(
+        "${BUCKET}", "${MESSAGES_TABLE}", "s3://${CODE_BUCKET}/metro/${VERSION}", resources_table="${RESOURCES_TABLE}"
+    )
     return schedule_definition("${CLUSTER_ID}", steps, "arn:aws:iam::${ACCOUNT_ID}:role/metro-scheduler-emr")
 
 
@@ -142,6 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cluster-id", default="")
     p.add_argument("--bucket", required=True)
     p.add_argument("--messages-table", required=True)
+    p.add_argument("--resources-table", required=True, help="retention reads the topics' and subscriptions' settings")
     p.add_argument("--code", required=True, help="s3://code-bucket/prefix where package.py uploaded the bundle")
     p.add_argument("--jobs", default=",".join(NIGHTLY))
     p.add_argument("--min-age-seconds", type=int, default=3600)
@@ -155,6 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         args.min_age_seconds,
         args.retention_seconds,
         jobs=tuple(j for j in args.jobs.split(",") if j),
+        resources_table=args.resources_table,
     )
     if args.print or not args.cluster_id:
         print(json.dumps(steps, indent=2))

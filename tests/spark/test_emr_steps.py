@@ -119,3 +119,45 @@ def test_bundle_is_importable_from_the_zip(tmp_path: Path) -> None:
     )
     out = subprocess.run([sys.executable, "-c", code, str(z)], cwd=tmp_path, capture_output=True, text=True, check=True)
     assert "metro-emr.zip" in out.stdout
+
+
+@pytest.mark.parametrize(
+    ("master", "env", "local"),
+    [
+        ("local[2]", {}, True),
+        (None, {}, True),  # Spark's default master
+        (None, {"PYSPARK_SUBMIT_ARGS": "--master local[4] pyspark-shell"}, True),
+        (None, {"PYSPARK_SUBMIT_ARGS": "--master yarn --deploy-mode client pyspark-shell"}, False),
+        (None, {"CONTAINER_ID": "container_1_0001_01_000001"}, False),  # the driver of --deploy-mode cluster
+        ("yarn", {}, False),
+    ],
+)
+def test_executor_pythonpath_is_left_to_spark_submit_off_this_machine(
+    master: str | None, env: dict[str, str], local: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from spark_emr import common
+
+    for k in ("MASTER", "PYSPARK_SUBMIT_ARGS", "CONTAINER_ID", "SPARK_YARN_STAGING_DIR"):
+        monkeypatch.delenv(k, raising=False)
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    assert common.is_local(master) is local
+
+
+def test_the_cluster_definition_runs_the_steps_with_the_scheduler_allowed_to_add_them(emr: Any) -> None:
+    from infra.emr import cluster
+
+    for name in cluster.FILES:  # the checked-in JSON is what the module generates
+        assert (ROOT / "infra/emr" / name).read_text() == cluster.render(name)
+    definition = json.loads(json.dumps(cluster.cluster_definition(code=CODE, log_uri="s3://logs/", subnet="subnet-1")))
+    assert definition["ReleaseLabel"].startswith("emr-7.")  # Spark 3.5
+    assert definition["BootstrapActions"][0]["ScriptBootstrapAction"]["Path"] == f"{CODE}/bootstrap.sh"
+    cluster_id = emr.run_job_flow(**definition)["JobFlowId"]
+    steps.submit(emr, cluster_id, steps.nightly_steps("metro-data", "metro-messages", CODE,
+                                                      resources_table="metro-resources"))
+    listed = {s["Name"]: s["Config"]["Args"] for s in emr.list_steps(ClusterId=cluster_id)["Steps"]}
+    conf = dict(a.split("=", 1) for a in listed["metro-compact"] if a.startswith("spark.executor."))
+    assert conf["spark.executor.memoryOverhead"] and conf["spark.executor.memory"]  # Arrow works off-heap
+    assert "--resources-table" in listed["metro-retention"]
+    trust = json.loads((ROOT / "infra/emr/trust-scheduler.json").read_text())["Statement"][0]
+    assert trust["Principal"] == {"Service": "scheduler.amazonaws.com"} and trust["Condition"]["StringEquals"]

@@ -35,7 +35,7 @@ import pytest
 import requests
 
 from chalicelib.core import archive_layout as layout
-from spark_emr import compact, metrics, replay, submit
+from spark_emr import compact, lock, metrics, replay, submit
 from tests.spark.helpers import archive_view, list_keys, snapshot
 from tests.stack import ROOT, RunningStack, start_stack
 
@@ -187,10 +187,13 @@ def compacted(published: Published, spark: Any, tmp_path_factory: pytest.TempPat
         raw_before = list_keys(s3, BUCKET, layout.raw_topic_prefix(TOPIC))
         rc = kill_compaction_after_write(stack, tmp_path_factory.mktemp("killed") / "compact.log")
         seen_killed, bodies_killed = archive_view(s3, BUCKET, TOPIC)
-        report = compact.compact(spark, BUCKET, min_age_seconds=0)
+        with pytest.raises(lock.LockHeld):  # the killed run still holds the maintenance lock...
+            compact.compact(spark, BUCKET, min_age_seconds=0)
+        after_lease = time.time() + lock.DEFAULT_LEASE_SECONDS + 1  # ...until its lease has ended
+        report = compact.compact(spark, BUCKET, min_age_seconds=0, now=after_lease)
         after = list_keys(s3, BUCKET)
         state = snapshot(s3, BUCKET)
-        again = compact.compact(spark, BUCKET, min_age_seconds=0)
+        again = compact.compact(spark, BUCKET, min_age_seconds=0, now=after_lease)
         return {"raw_before": raw_before, "killed_rc": rc, "killed_view": (seen_killed, bodies_killed),
                 "report": report, "after": after, "state": state, "again": again,
                 "state_again": snapshot(s3, BUCKET), "view": archive_view(s3, BUCKET, TOPIC)}

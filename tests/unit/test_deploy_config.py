@@ -1,4 +1,4 @@
-"""The deployment settings the push path depends on (.chalice/config.json, .chalice/policy.json, infra/)."""
+"""The deployment settings the push path depends on (.chalice/config.json, its per-function policies, infra/)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = json.loads((ROOT / ".chalice" / "config.json").read_text())
-POLICY = json.loads((ROOT / ".chalice" / "policy.json").read_text())
 DEPLOYED = [stage for stage, s in CONFIG["stages"].items() if s.get("environment_variables", {}).get(
     "METRO_MODE", CONFIG["environment_variables"].get("METRO_MODE")) == "aws"]
 
@@ -21,8 +20,10 @@ def function_setting(stage: str, function: str, key: str) -> Any:
     return s.get("lambda_functions", {}).get(function, {}).get(key, s.get(key, CONFIG.get(key)))
 
 
-def allowed(action: str) -> bool:
-    return any(action in st["Action"] for st in POLICY["Statement"] if st["Effect"] == "Allow")
+def allowed(stage: str, function: str, action: str) -> bool:
+    policy_file = CONFIG["stages"][stage]["lambda_functions"][function]["iam_policy_file"]
+    policy = json.loads((ROOT / ".chalice" / policy_file).read_text())
+    return any(action in st["Action"] for st in policy["Statement"] if st["Effect"] == "Allow")
 
 
 def test_there_are_deployed_stages() -> None:
@@ -37,18 +38,35 @@ def test_push_function_fits_an_sqs_mapping(stage: str) -> None:
     assert env["METRO_PUSH_FUNCTION"] == f"{CONFIG['app_name']}-{stage}-push"  # Chalice's function name
 
 
-def test_policy_lets_metro_manage_push_mappings_and_deliver() -> None:
-    for action in ("lambda:CreateEventSourceMapping", "lambda:ListEventSourceMappings",
-                   "lambda:UpdateEventSourceMapping", "lambda:DeleteEventSourceMapping",
-                   # the push function's role is what the mapping polls the queue with
+@pytest.mark.parametrize("stage", DEPLOYED)
+def test_policy_lets_metro_manage_push_mappings_and_deliver(stage: str) -> None:
+    for function in ("api_handler", "maintenance"):  # push configuration changes, mapping repair
+        for action in ("lambda:CreateEventSourceMapping", "lambda:ListEventSourceMappings",
+                       "lambda:UpdateEventSourceMapping", "lambda:DeleteEventSourceMapping"):
+            assert allowed(stage, function, action), (function, action)
+    for action in (  # the push function's role is what the mapping polls the queue with
                    "sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes",
                    # throttle state, push index (and its removal in one BatchWriteItem)
                    "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:BatchWriteItem", "s3:GetObject"):
-        assert allowed(action), action
+        assert allowed(stage, "push", action), action
+    assert not allowed(stage, "push", "lambda:CreateEventSourceMapping")
+    assert not allowed(stage, "fanout", "sqs:DeleteQueue")
 
 
 def test_deploy_repairs_push_mappings_without_partial_batch_failure_reports() -> None:
     # Metro creates the mappings with the flag (tests/functional/test_push_config.py checks them on moto)
-    script = (ROOT / "infra" / "deploy.sh").read_text()
-    assert '--function-name "metro-$STAGE-push"' in script
-    assert "--function-response-types ReportBatchItemFailures" in script.split("metro-$STAGE-push", 1)[1]
+    import boto3
+    from botocore.stub import Stubber
+
+    from infra import deploy
+
+    ok, old = "00000000-0000-4000-8000-000000000001", "00000000-0000-4000-8000-000000000002"
+    lam = boto3.client("lambda", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+    with Stubber(lam) as stub:
+        stub.add_response("list_event_source_mappings", {"EventSourceMappings": [
+            {"UUID": ok, "FunctionResponseTypes": ["ReportBatchItemFailures"]}, {"UUID": old}]},
+            {"FunctionName": "metro-dev-push"})
+        stub.add_response("update_event_source_mapping", {"UUID": old},
+                          {"UUID": old, "FunctionResponseTypes": ["ReportBatchItemFailures"]})
+        assert deploy.repair_push_mappings(lam, "metro-dev-push") == 1
+        stub.assert_no_pending_responses()

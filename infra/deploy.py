@@ -1,0 +1,280 @@
+"""Deploy Metro to AWS (or an emulator at ``AWS_ENDPOINT_URL``) with boto3 only: no AWS CLI.
+
+    python -m infra.deploy deploy  --stage dev [--parallelization-factor 4] [--alarm-topic-arn ARN]
+    python -m infra.deploy destroy --stage dev [--delete-data]
+
+``deploy``: the storage stack (infra/resources.json: tables and bucket, kept on delete), then
+``chalice package`` and the pyarrow layer (infra/layer.py) merged by infra/template.py (stream mapping
+with partial batch failures, bisection, on-failure DLQ and alarm, parallelization, reserved
+concurrency), bundle, layer and template uploaded under ``deploy/`` in the stage's bucket, then the
+app stack. Both stacks go through change sets: a run with nothing to change
+leaves them alone and exits 0. Prints the HTTPS endpoint.
+
+Push subscriptions' queue mappings (made by Metro at run time, not by a stack) without partial batch
+failure reports are repaired.
+
+``destroy``: the app stack and the push mappings Metro made; tables, bucket and queues stay unless
+``--delete-data``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from infra import layer, secrets, template
+from infra.names import StageNames, check_stage, resolve
+
+ROOT = Path(__file__).resolve().parents[1]
+STORAGE_TEMPLATE = ROOT / "infra" / "resources.json"
+CAPABILITIES = ["CAPABILITY_IAM", "CAPABILITY_AUTO_EXPAND"]
+NO_CHANGE_REASONS = ("didn't contain changes", "No updates are to be performed")
+WAIT = {"Delay": 5, "MaxAttempts": 360}
+
+cli = typer.Typer(add_completion=False, help="Deploy or destroy one Metro stage on AWS with boto3.")
+
+
+@dataclass(frozen=True)
+class Target:
+    """One stage in one account and region."""
+
+    names: StageNames
+    account: str
+    region: str
+
+    @property
+    def bucket(self) -> str:
+        return resolve(self.names.bucket, self.account, self.region)
+
+
+def session_client(service: str, region: str) -> Any:
+    import boto3
+
+    return boto3.session.Session().client(service, region_name=region)  # type: ignore[call-overload]
+
+
+def target(stage: str, region: str) -> Target:
+    account = str(session_client("sts", region).get_caller_identity()["Account"])
+    return Target(StageNames(check_stage(stage)), account, region)
+
+
+# --- CloudFormation ---------------------------------------------------------------------------
+
+
+def stack_status(cfn: Any, stack: str) -> str:
+    """The stack's status, "" when it does not exist."""
+    try:
+        stacks = cfn.describe_stacks(StackName=stack)["Stacks"]
+    except Exception as exc:
+        if "does not exist" in str(exc):
+            return ""
+        raise
+    return str(stacks[0]["StackStatus"]) if stacks else ""
+
+
+def _no_change(cfn: Any, stack: str, change_set: str) -> bool:
+    desc = cfn.describe_change_set(StackName=stack, ChangeSetName=change_set)
+    reason = str(desc.get("StatusReason", ""))
+    if desc.get("Status") == "FAILED" and any(r in reason for r in NO_CHANGE_REASONS):
+        cfn.delete_change_set(StackName=stack, ChangeSetName=change_set)
+        return True
+    return False
+
+
+def apply_change_set(cfn: Any, stack: str, source: dict[str, str], parameters: dict[str, str]) -> bool:
+    """Create or update ``stack`` through a change set; False (and nothing done) when nothing changes.
+
+    ``source`` is ``{"TemplateBody": ...}`` or ``{"TemplateURL": ...}``. A stack whose creation failed
+    (ROLLBACK_COMPLETE) cannot be updated: it is deleted and created again.
+    """
+    from botocore.exceptions import WaiterError
+
+    status = stack_status(cfn, stack)
+    if status == "ROLLBACK_COMPLETE":
+        cfn.delete_stack(StackName=stack)
+        cfn.get_waiter("stack_delete_complete").wait(StackName=stack, WaiterConfig=WAIT)
+        status = ""
+    kind = "UPDATE" if status and status != "REVIEW_IN_PROGRESS" else "CREATE"
+    name = f"metro-{uuid.uuid4().hex[:12]}"
+    try:
+        cfn.create_change_set(
+            StackName=stack, ChangeSetName=name, ChangeSetType=kind, Capabilities=CAPABILITIES,
+            Parameters=[{"ParameterKey": k, "ParameterValue": v} for k, v in sorted(parameters.items())], **source,
+        )
+    except Exception as exc:  # some emulators refuse an empty change set at once instead of failing it
+        if any(r in str(exc) for r in NO_CHANGE_REASONS):
+            return False
+        raise
+    try:
+        cfn.get_waiter("change_set_create_complete").wait(StackName=stack, ChangeSetName=name, WaiterConfig=WAIT)
+    except WaiterError:
+        if _no_change(cfn, stack, name):
+            return False
+        raise
+    cfn.execute_change_set(StackName=stack, ChangeSetName=name)
+    done = "stack_create_complete" if kind == "CREATE" else "stack_update_complete"
+    cfn.get_waiter(done).wait(StackName=stack, WaiterConfig=WAIT)
+    return True
+
+
+def outputs(cfn: Any, stack: str) -> dict[str, str]:
+    found = cfn.describe_stacks(StackName=stack)["Stacks"][0].get("Outputs", [])
+    return {o["OutputKey"]: o["OutputValue"] for o in found}
+
+
+# --- the steps --------------------------------------------------------------------------------
+
+
+def storage_parameters(t: Target) -> dict[str, str]:
+    n = t.names
+    return {"ResourcesTableName": n.resources_table, "MessagesTableName": n.messages_table,
+            "LeasesTableName": n.leases_table, "BucketName": t.bucket}
+
+
+def package(stage: str, region: str, out: Path) -> tuple[template.Template, Path]:
+    """``chalice package`` of the stage: the SAM template and the bundle (reproducible bytes)."""
+    chalice = Path(sys.executable).parent / "chalice"
+    env = {**os.environ, "AWS_DEFAULT_REGION": region}
+    subprocess.run([str(chalice), "package", "--stage", stage, str(out)], cwd=ROOT, env=env, check=True)
+    return json.loads((out / "sam.json").read_text()), out / "deployment.zip"
+
+
+def upload(s3: Any, bucket: str, data: bytes, stage: str, suffix: str) -> str:
+    """PUT ``data`` under a content-addressed key (same bytes, same key: a re-run changes nothing)."""
+    key = f"deploy/{stage}/app-{hashlib.sha256(data).hexdigest()[:24]}{suffix}"
+    s3.put_object(Bucket=bucket, Key=key, Body=data)
+    return key
+
+
+def template_url(s3: Any, bucket: str, key: str, region: str) -> str:
+    endpoint = s3.meta.endpoint_url.rstrip("/")
+    if "amazonaws.com" in endpoint:
+        return f"https://{bucket}.s3.{region}.amazonaws.com/{key}"
+    return f"{endpoint}/{bucket}/{key}"  # an emulator: path-style
+
+
+def deploy_stage(t: Target, settings: dict[str, Any], workdir: Path) -> tuple[bool, str]:
+    """Both stacks; (anything changed, the HTTPS endpoint)."""
+    cfn, s3 = session_client("cloudformation", t.region), session_client("s3", t.region)
+    changed = apply_change_set(cfn, t.names.storage_stack, {"TemplateBody": STORAGE_TEMPLATE.read_text()},
+                               storage_parameters(t))
+    created = secrets.ensure(session_client("ssm", t.region), t.names.stage)
+    if created:
+        typer.echo(f"created the stage's secrets in SSM Parameter Store: {', '.join(created)}")
+        changed = True
+    packaged, bundle = package(t.names.stage, t.region, workdir)
+    code_key = upload(s3, t.bucket, bundle.read_bytes(), t.names.stage, ".zip")
+    pyarrow_zip = layer.build(layer.download(workdir / "layer"), workdir / "pyarrow-layer.zip")
+    layer_key = upload(s3, t.bucket, pyarrow_zip.read_bytes(), t.names.stage, "-pyarrow-layer.zip")
+    merged = template.merge(packaged, template.Settings(t.names.stage, t.bucket, code_key, layer_key=layer_key,
+                                                        **settings))
+    body = json.dumps(merged, sort_keys=True).encode()
+    body_key = upload(s3, t.bucket, body, t.names.stage, ".json")
+    source = {"TemplateURL": template_url(s3, t.bucket, body_key, t.region)}
+    changed = apply_change_set(cfn, t.names.app_stack, source, {}) or changed
+    if repair_push_mappings(session_client("lambda", t.region), t.names.function("push")):
+        changed = True
+    return changed, outputs(cfn, t.names.app_stack).get("EndpointURL", "")
+
+
+def _push_mappings(lam: Any, function: str) -> list[dict[str, Any]]:
+    pages = lam.get_paginator("list_event_source_mappings").paginate(FunctionName=function)
+    return [m for page in pages for m in page.get("EventSourceMappings", [])]
+
+
+def repair_push_mappings(lam: Any, function: str) -> int:
+    """Metro makes each push subscription's queue mapping with partial batch failure reports
+    (chalicelib/store/mappings.py); turn them on for any mapping made without (by hand, by an old version)."""
+    repaired = 0
+    for mapping in _push_mappings(lam, function):
+        if "ReportBatchItemFailures" not in mapping.get("FunctionResponseTypes", []):
+            lam.update_event_source_mapping(UUID=mapping["UUID"], FunctionResponseTypes=["ReportBatchItemFailures"])
+            repaired += 1
+    return repaired
+
+
+def remove_push_mappings(lam: Any, function: str) -> int:
+    """Delete the event source mappings Metro made for push subscriptions (not part of any stack)."""
+    uuids = [m["UUID"] for m in _push_mappings(lam, function)]
+    for mapping in uuids:
+        lam.delete_event_source_mapping(UUID=mapping)
+    return len(uuids)
+
+
+def delete_stage_data(t: Target) -> None:
+    """Tables, bucket (emptied first), subscription queues and the fan-out DLQ of the stage."""
+    ddb, s3, sqs = (session_client(s, t.region) for s in ("dynamodb", "s3", "sqs"))
+    for table in t.names.tables:
+        with contextlib.suppress(ddb.exceptions.ResourceNotFoundException):
+            ddb.delete_table(TableName=table)
+    for page in s3.get_paginator("list_object_versions").paginate(Bucket=t.bucket):
+        doomed = [{"Key": v["Key"], "VersionId": v["VersionId"]}
+                  for v in page.get("Versions", []) + page.get("DeleteMarkers", [])]
+        if doomed:
+            s3.delete_objects(Bucket=t.bucket, Delete={"Objects": doomed, "Quiet": True})
+    s3.delete_bucket(Bucket=t.bucket)
+    for prefix in (t.names.queue_prefix + "-", t.names.dlq):
+        for url in sqs.list_queues(QueueNamePrefix=prefix).get("QueueUrls", []):
+            sqs.delete_queue(QueueUrl=url)
+
+
+# --- the commands -----------------------------------------------------------------------------
+
+
+def _region(region: str) -> str:
+    return region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
+
+
+@cli.command()
+def deploy(
+    stage: str = typer.Option(..., help="the stage: dev, prod, ... (names: infra/names.py)"),
+    region: str = typer.Option("", help="default: AWS_REGION / AWS_DEFAULT_REGION"),
+    parallelization_factor: int = typer.Option(4, min=1, max=10, help="concurrent fan-out batches per shard"),
+    maximum_retry_attempts: int = typer.Option(100, min=0, max=10000, help="retries of a failing fan-out batch"),
+    alarm_topic_arn: str = typer.Option("", help="SNS topic told when the fan-out DLQ holds records"),
+) -> None:
+    """Create or update the stage; exit 0 with "no changes" when everything is already deployed."""
+    t = target(stage, _region(region))
+    settings = {"parallelization_factor": parallelization_factor,
+                "maximum_retry_attempts": maximum_retry_attempts, "alarm_topic_arn": alarm_topic_arn}
+    with tempfile.TemporaryDirectory(prefix="metro-package-") as workdir:
+        changed, endpoint = deploy_stage(t, settings, Path(workdir))
+    typer.echo(f"{'deployed' if changed else 'no changes'}: stage {stage} in {t.account}/{t.region}")
+    typer.echo(f"endpoint: {endpoint}")
+    typer.echo(f"admin token: {secrets.admin_key_hint(stage, t.region)}")
+
+
+@cli.command()
+def destroy(
+    stage: str = typer.Option(...),
+    region: str = typer.Option(""),
+    delete_data: bool = typer.Option(False, "--delete-data", help="also delete tables, bucket and queues"),
+) -> None:
+    """Delete the app stack (and Metro's push mappings); the data stays unless --delete-data."""
+    t = target(stage, _region(region))
+    cfn = session_client("cloudformation", t.region)
+    removed = remove_push_mappings(session_client("lambda", t.region), t.names.function("push"))
+    stacks = [t.names.app_stack] + ([t.names.storage_stack] if delete_data else [])
+    for stack in stacks:
+        if stack_status(cfn, stack):
+            cfn.delete_stack(StackName=stack)
+            cfn.get_waiter("stack_delete_complete").wait(StackName=stack, WaiterConfig=WAIT)
+    if delete_data:
+        delete_stage_data(t)
+    typer.echo(f"deleted {', '.join(stacks)} and {removed} push mappings"
+               + ("" if delete_data else f"; kept tables {', '.join(t.names.tables)} and bucket {t.bucket}"))
+
+
+if __name__ == "__main__":
+    cli()

@@ -1,0 +1,76 @@
+"""The pyarrow Lambda layer: what the functions need to read a compacted body from the Parquet archive.
+
+The deploy downloads the pinned pyarrow wheel for Lambda's platform (manylinux x86_64, CPython 3.11),
+keeps the modules reading Parquet needs (the core, compute, dataset, acero, parquet) and leaves out
+what it does not (Flight, the Substrait and ORC modules, tests, C++ headers and Cython sources), so the layer and the
+bundle stay well inside Lambda's 250 MB unzipped limit. The layer puts ``pyarrow`` under ``python/``,
+which Lambda adds to ``sys.path`` (``/opt/python``).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("pyarrow",)  # numpy is optional for pyarrow and chalicelib.store.archive does not use it
+EXCLUDED = re.compile(
+    r"(^|/)(tests|include|src)/"
+    r"|\.(pxd|pxi|pyx|h|hpp|cc|cpp)$"
+    r"|(^|/)(lib)?_?(arrow_)?(flight|orc|pyarrow_cpp_tests|python_flight)[^/]*$"
+    r"|(^|/)_?substrait[^/]*$"  # the Python module only: libarrow_substrait is linked by pyarrow.lib
+    r"|(^|/)_dataset_orc[^/]*$"
+    r"|(^|/)__pycache__/"
+)
+LAMBDA_PLATFORM = ("--platform", "manylinux2014_x86_64", "--python-version", "3.11", "--implementation", "cp",
+                   "--only-binary=:all:")
+
+
+def pinned_version(package: str = "pyarrow") -> str:
+    """The version requirements-dev.txt pins (the one the tests and the Spark jobs use)."""
+    for line in (ROOT / "requirements-dev.txt").read_text().splitlines():
+        if line.startswith(f"{package}=="):
+            return line.split("==", 1)[1].strip()
+    raise LookupError(f"{package} is not pinned in requirements-dev.txt")
+
+
+def download(dest: Path) -> Path:
+    """Unpack the pinned pyarrow wheel for Lambda's platform into ``dest`` (a site-packages-like folder)."""
+    wheels = dest / "wheels"
+    subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--dest", str(wheels), *LAMBDA_PLATFORM,
+                    f"pyarrow=={pinned_version()}"], check=True)
+    site = dest / "site"
+    for wheel in wheels.glob("*.whl"):
+        with zipfile.ZipFile(wheel) as zf:
+            zf.extractall(site)
+    return site
+
+
+def included(relative: str) -> bool:
+    return not EXCLUDED.search(relative)
+
+
+def build(site_packages: Path, out: Path) -> Path:
+    """Zip the layer (``python/pyarrow/...``) from a folder holding the installed packages; reproducible."""
+    files = sorted(
+        p for package in PACKAGES for p in (site_packages / package).rglob("*")
+        if p.is_file() and included(p.relative_to(site_packages).as_posix())
+    )
+    if not files:
+        raise FileNotFoundError(f"no {PACKAGES} under {site_packages}")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for path in files:
+            info = zipfile.ZipInfo("python/" + path.relative_to(site_packages).as_posix(), (1980, 1, 1, 0, 0, 0))
+            info.external_attr = 0o644 << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            zf.writestr(info, path.read_bytes())
+    return out
+
+
+def unzipped_bytes(zip_path: Path) -> int:
+    with zipfile.ZipFile(zip_path) as zf:
+        return sum(i.file_size for i in zf.infolist())

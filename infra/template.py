@@ -1,0 +1,152 @@
+"""The app template: what ``chalice package`` generates, merged with what Chalice cannot express.
+
+Pure (no AWS calls): :func:`merge` takes the SAM template Chalice wrote and returns the one the
+deploy command hands to CloudFormation:
+
+* every function gets its stage name (``metro-<stage>[-name]``, what the policies and
+  ``METRO_PUSH_FUNCTION`` name) and its code from the uploaded bundle;
+* the stage's resource names and request limit in every function's environment, through ``Fn::Sub``
+  where they name the account and region (the bucket);
+* the fan-out stream trigger Chalice declares (a SAM event on a placeholder stream) becomes an
+  ``AWS::Lambda::EventSourceMapping`` on the storage stack's exported stream ARN with partial batch
+  failure reports, bisection on error, a parallelization factor, and an on-failure destination: an
+  SQS queue (the records a batch could not fan out, kept 14 days) with an alarm on its depth;
+* reserved concurrency for the functions asked for;
+* the pyarrow layer (infra/layer.py) on every function: each may read a compacted body from the archive.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any
+
+from infra.names import StageNames
+
+# Chalice's logical ids of the functions, by Chalice function name
+FUNCTION_IDS = {"api_handler": "APIHandler", "fanout": "Fanout", "push": "Push", "maintenance": "Maintenance"}
+FANOUT_EVENT = "FanoutDynamodbEventSource"
+DLQ_ID, ALARM_ID, MAPPING_ID = "FanoutFailures", "FanoutFailuresAlarm", "FanoutStreamMapping"
+LAYER_ID = "PyarrowLayer"
+FOURTEEN_DAYS = 14 * 86400
+
+Template = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The deploy's choices for the app stack."""
+
+    stage: str
+    code_bucket: str  # where the deploy uploaded the bundle
+    code_key: str
+    parallelization_factor: int = 4  # concurrent batches per stream shard (1-10)
+    maximum_retry_attempts: int = 100  # per batch, bisecting on each error, before the record goes to the DLQ
+    reserved_concurrency: dict[str, int] = field(default_factory=lambda: {"maintenance": 1})
+    alarm_topic_arn: str = ""  # an SNS topic told when the fan-out DLQ holds records (optional)
+    layer_key: str = ""  # the pyarrow layer's zip in code_bucket (infra/layer.py); "" = no layer
+
+
+def _stage_environment(props: dict[str, Any], names: StageNames) -> None:
+    """The stage's resource names (infra/names.py) in the function's environment, ``Fn::Sub`` on the values
+    that name the account and region (the bucket)."""
+    variables = props.setdefault("Environment", {}).setdefault("Variables", {})
+    variables.update(names.environment())
+    for key, value in list(variables.items()):
+        if isinstance(value, str) and "${AWS::" in value:
+            variables[key] = {"Fn::Sub": value}
+
+
+def _fanout_mapping(names: StageNames, settings: Settings, event: dict[str, Any]) -> dict[str, Any]:
+    props = event.get("Properties", {})
+    return {
+        "Type": "AWS::Lambda::EventSourceMapping",
+        "Properties": {
+            "FunctionName": {"Ref": FUNCTION_IDS["fanout"]},
+            "EventSourceArn": {"Fn::ImportValue": f"{names.storage_stack}-MessagesStreamArn"},
+            "StartingPosition": props.get("StartingPosition", "TRIM_HORIZON"),
+            "BatchSize": props.get("BatchSize", 100),
+            "MaximumBatchingWindowInSeconds": props.get("MaximumBatchingWindowInSeconds", 0),
+            "FunctionResponseTypes": ["ReportBatchItemFailures"],
+            "BisectBatchOnFunctionError": True,
+            "MaximumRetryAttempts": settings.maximum_retry_attempts,
+            "ParallelizationFactor": settings.parallelization_factor,
+            "DestinationConfig": {"OnFailure": {"Destination": {"Fn::GetAtt": [DLQ_ID, "Arn"]}}},
+        },
+    }
+
+
+def _failure_resources(names: StageNames, settings: Settings) -> dict[str, Any]:
+    alarm: dict[str, Any] = {
+        "AlarmName": f"{names.dlq}-not-empty",
+        "AlarmDescription": "Stream records the fan-out could not deliver (docs/deploy.md: redrive)",
+        "Namespace": "AWS/SQS",
+        "MetricName": "ApproximateNumberOfMessagesVisible",
+        "Dimensions": [{"Name": "QueueName", "Value": {"Fn::GetAtt": [DLQ_ID, "QueueName"]}}],
+        "Statistic": "Maximum",
+        "Period": 300,
+        "EvaluationPeriods": 1,
+        "Threshold": 0,
+        "ComparisonOperator": "GreaterThanThreshold",
+        "TreatMissingData": "notBreaching",
+    }
+    if settings.alarm_topic_arn:
+        alarm["AlarmActions"] = [settings.alarm_topic_arn]
+    return {
+        DLQ_ID: {
+            "Type": "AWS::SQS::Queue",
+            "DeletionPolicy": "Retain",
+            "UpdateReplacePolicy": "Retain",
+            "Properties": {"QueueName": names.dlq, "MessageRetentionPeriod": FOURTEEN_DAYS,
+                           "SqsManagedSseEnabled": True},
+        },
+        ALARM_ID: {"Type": "AWS::CloudWatch::Alarm", "Properties": alarm},
+    }
+
+
+def _layer(names: StageNames, settings: Settings) -> dict[str, Any]:
+    return {
+        "Type": "AWS::Lambda::LayerVersion",
+        "Properties": {
+            "LayerName": f"{names.prefix}-pyarrow",
+            "Description": "pyarrow for reading the Parquet archive (infra/layer.py)",
+            "Content": {"S3Bucket": settings.code_bucket, "S3Key": settings.layer_key},
+            "CompatibleRuntimes": ["python3.11"],
+            "CompatibleArchitectures": ["x86_64"],
+        },
+    }
+
+
+def _grant_dlq(role: dict[str, Any]) -> None:
+    """The on-failure destination is written with the function's own role."""
+    doc = role["Properties"]["Policies"][0]["PolicyDocument"]
+    doc["Statement"].append({"Sid": "FanoutFailures", "Effect": "Allow", "Action": ["sqs:SendMessage"],
+                             "Resource": [{"Fn::GetAtt": [DLQ_ID, "Arn"]}]})
+
+
+def merge(packaged: Template, settings: Settings) -> Template:
+    """The deployable app template (``packaged`` is left unchanged)."""
+    names = StageNames(settings.stage)
+    out = copy.deepcopy(packaged)
+    resources = out["Resources"]
+    for function, logical_id in FUNCTION_IDS.items():
+        props = resources[logical_id]["Properties"]
+        props["FunctionName"] = names.function(function)
+        props["CodeUri"] = {"Bucket": settings.code_bucket, "Key": settings.code_key}
+        _stage_environment(props, names)
+        if function in settings.reserved_concurrency:
+            props["ReservedConcurrentExecutions"] = settings.reserved_concurrency[function]
+    if settings.layer_key:
+        resources[LAYER_ID] = _layer(names, settings)
+        for logical_id in FUNCTION_IDS.values():
+            resources[logical_id]["Properties"]["Layers"] = [{"Ref": LAYER_ID}]
+    fanout = resources[FUNCTION_IDS["fanout"]]["Properties"]
+    event = fanout.get("Events", {}).pop(FANOUT_EVENT, {})
+    if not fanout.get("Events"):
+        fanout.pop("Events", None)
+    resources[MAPPING_ID] = _fanout_mapping(names, settings, event)
+    resources.update(_failure_resources(names, settings))
+    _grant_dlq(resources["FanoutRole"])
+    out.setdefault("Outputs", {})["FanoutFailuresQueueUrl"] = {"Value": {"Ref": DLQ_ID}}
+    out["Description"] = f"Metro app, stage {settings.stage} (chalice package, merged by infra/template.py)"
+    return out

@@ -1,0 +1,47 @@
+"""``chalice package`` of the dev stage, run once per test session (skipped where it cannot build offline)."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@functools.cache
+def _package() -> tuple[dict[str, Any] | None, str, Path]:
+    out = Path(tempfile.mkdtemp(prefix="metro-package-test-"))
+    env = {**os.environ, "AWS_DEFAULT_REGION": os.environ.get("AWS_DEFAULT_REGION", "us-east-1")}
+    chalice = Path(sys.executable).parent / "chalice"
+    try:
+        done = subprocess.run([str(chalice), "package", "--stage", "dev", str(out)], cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=300, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return None, f"chalice package could not run here: {exc}", out
+    if done.returncode != 0:  # it needs the dependency wheels: offline without a cache it cannot build
+        return None, f"chalice package failed (offline?): {done.stderr[-500:]}", out
+    return json.loads((out / "sam.json").read_text()), "", out
+
+
+def packaged_template() -> dict[str, Any]:
+    """The SAM template of the dev stage (a fresh copy each call)."""
+    found, why, _ = _package()
+    if found is None:
+        pytest.skip(why)
+    return json.loads(json.dumps(found))
+
+
+def packaged_bundle() -> Path:
+    """The bundle (``deployment.zip``) the dev stage deploys."""
+    found, why, out = _package()
+    if found is None:
+        pytest.skip(why)
+    return out / "deployment.zip"

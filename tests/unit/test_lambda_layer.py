@@ -1,0 +1,88 @@
+"""pyarrow in the deployed functions: the layer built by infra/layer.py, imported next to the packaged bundle
+the way Lambda lays them out (the bundle at the task root, the layer's ``python/`` on ``sys.path``)."""
+
+from __future__ import annotations
+
+import json
+import platform
+import subprocess
+import sys
+import sysconfig
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from infra import layer, template
+from tests.unit.packaged import packaged_bundle, packaged_template
+
+LAMBDA_UNZIPPED_LIMIT = 250 * 1000 * 1000
+
+# Run with -I -S: no site-packages, so pyarrow and chalicelib come only from the two folders given.
+READ_ARCHIVE = """
+import sys
+sys.path[:0] = [sys.argv[1], sys.argv[2]]
+import pyarrow as pa, pyarrow.compute as pc
+from chalicelib.store import archive
+rows = [{"message_id": "m1", "publish_time": 0, "ordering_key": "", "attributes": [("a", "1")], "data": b"x",
+         "raw_key": "k", "request_id": "r"}]
+table = archive.parquet_to_table(archive.table_to_parquet(pa.Table.from_pylist(rows, schema=archive.arrow_schema())))
+table = table.filter(pc.is_in(table["message_id"], value_set=pa.array(["m1"])))
+print(pa.__file__, table.to_pylist()[0]["data"])
+"""
+
+
+@pytest.fixture(scope="module")
+def artifact(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+    """(the bundle unpacked, the layer unpacked, the layer zip)."""
+    if sys.platform != "linux" or platform.machine() != "x86_64" or sys.version_info[:2] != (3, 11):
+        pytest.skip("the layer is built from this venv's pyarrow wheel only on Lambda's platform (linux x86_64 3.11)")
+    root = tmp_path_factory.mktemp("lambda")
+    site = Path(sysconfig.get_paths()["purelib"])
+    layer_zip = layer.build(site, root / "pyarrow-layer.zip")
+    task, opt = root / "task", root / "opt"
+    with zipfile.ZipFile(packaged_bundle()) as zf:
+        zf.extractall(task)
+    with zipfile.ZipFile(layer_zip) as zf:
+        zf.extractall(opt)
+    return task, opt / "python", layer_zip
+
+
+def run_isolated(task: Path, extra: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-I", "-S", "-c", READ_ARCHIVE, str(task), str(extra)],
+                          capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_the_bundle_reads_the_archive_with_the_layer_and_not_without(artifact: tuple[Path, Path, Path]) -> None:
+    task, opt_python, _ = artifact
+    with_layer = run_isolated(task, opt_python)
+    assert with_layer.returncode == 0, with_layer.stderr
+    assert with_layer.stdout.startswith(str(opt_python)) and with_layer.stdout.strip().endswith("b'x'")
+    without = run_isolated(task, task)  # the control: the bundle alone has no pyarrow
+    assert without.returncode != 0 and "No module named 'pyarrow'" in without.stderr
+
+
+def test_bundle_and_layer_fit_lambdas_unzipped_limit(artifact: tuple[Path, Path, Path]) -> None:
+    _, _, layer_zip = artifact
+    total = layer.unzipped_bytes(packaged_bundle()) + layer.unzipped_bytes(layer_zip)
+    assert total < LAMBDA_UNZIPPED_LIMIT * 0.8, total
+    names = zipfile.ZipFile(layer_zip).namelist()
+    assert all(n.startswith("python/pyarrow/") for n in names)
+    assert not [n for n in names if "flight" in n or "/tests/" in n or n.endswith(".pyx")]
+
+
+def test_every_function_gets_the_layer() -> None:
+    settings = template.Settings("dev", "b", "deploy/dev/app.zip", layer_key="deploy/dev/layer.zip")
+    merged = template.merge(packaged_template(), settings)
+    layer_resource = merged["Resources"][template.LAYER_ID]["Properties"]
+    assert layer_resource["Content"] == {"S3Bucket": "b", "S3Key": "deploy/dev/layer.zip"}
+    assert layer_resource["CompatibleRuntimes"] == ["python3.11"]
+    for logical_id in template.FUNCTION_IDS.values():
+        assert merged["Resources"][logical_id]["Properties"]["Layers"] == [{"Ref": template.LAYER_ID}]
+    assert json.dumps(merged).count("PyarrowLayer") == 1 + len(template.FUNCTION_IDS)
+
+
+def test_the_layer_pins_the_tested_pyarrow() -> None:
+    import pyarrow
+
+    assert layer.pinned_version() == pyarrow.__version__
