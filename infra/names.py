@@ -89,7 +89,7 @@ class StageNames:
             "METRO_QUEUE_PREFIX": self.queue_prefix,
             "METRO_PUSH_FUNCTION": self.function("push"),
             "METRO_MAX_REQUEST_BYTES": str(DEPLOYED_MAX_REQUEST_BYTES),
-            "METRO_SECRETS_SSM_PATH": f"/metro/{self.stage}",
+            "METRO_SECRETS_SSM_PATH": f"/{self.prefix}",
         }
 
 

@@ -86,7 +86,7 @@ def statements(names: StageNames, function: str) -> list[Statement]:
     stream = _arn(f"arn:${{AWS::Partition}}:dynamodb:${{AWS::Region}}:${{AWS::AccountId}}:table/"
                   f"{names.messages_table}/stream/*")
     out = [_logs(names, function), _allow("StageSecrets", ["ssm:GetParameters"], [_arn(
-        f"arn:${{AWS::Partition}}:ssm:${{AWS::Region}}:${{AWS::AccountId}}:parameter/metro/{names.stage}/*")])]
+        f"arn:${{AWS::Partition}}:ssm:${{AWS::Region}}:${{AWS::AccountId}}:parameter/{names.prefix}/*")])]
     if function == "api_handler":  # every API call: admin, publish, pull, ack, seek, push configuration
         out += [
             _allow("Tables", ITEM_READ + ITEM_WRITE, [res, msg, lease]),

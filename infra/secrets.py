@@ -1,6 +1,6 @@
 """The stage's secrets in SSM Parameter Store: created on the first deploy, never overwritten, never printed.
 
-SecureString parameters under ``/metro/{stage}/``: ``ack-secret`` (HMAC key of ack ids, page tokens and
+SecureString parameters under ``/metro-{stage}/``: ``ack-secret`` (HMAC key of ack ids, page tokens and
 token hashes), ``admin-key`` (the service admin's token) and ``push-signing-key`` (the RSA key that signs
 push tokens). The functions read them at start (chalicelib/store/secrets.py, METRO_SECRETS_SSM_PATH).
 """
@@ -12,12 +12,13 @@ from collections.abc import Callable
 from typing import Any
 
 from chalicelib.core.oidc import generate_signing_key
+from infra.names import StageNames
 
 NAMES = ("ack-secret", "admin-key", "push-signing-key")
 
 
 def path(stage: str) -> str:
-    return f"/metro/{stage}"
+    return f"/{StageNames(stage).prefix}"
 
 
 def _generators() -> dict[str, Callable[[], str]]:

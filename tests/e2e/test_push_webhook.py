@@ -184,8 +184,10 @@ def test_http_post_times_out_and_survives_dropped_connections(webhook: Webhook) 
     assert http_post(slow.url, b"x", {}, 0.3) is None
     assert time.monotonic() - start < 0.9
     assert http_post(slow.url, b"x", {}, 2.0) == 204
-    dropped = webhook.hook(lambda i, r: DROP if i == 0 else 200)
+    dropped = webhook.hook(lambda i, r: DROP if i < 2 else 200)
+    # The kept connection of the 204 above is dropped: sent once more on a new connection, dropped again.
     assert http_post(dropped.url, b"x", {}, 2.0) is None
+    assert len(dropped.requests) == 2 and len({r.peer for r in dropped.requests}) == 2
     assert http_post(dropped.url, b"x", {}, 2.0) == 200
 
 

@@ -22,12 +22,12 @@ def ssm() -> Iterator[object]:
 def test_secrets_are_created_once_and_kept(ssm: object, capsys: pytest.CaptureFixture[str]) -> None:
     assert secrets.ensure(ssm, "qa") == ["ack-secret", "admin-key", "push-signing-key"]
     first = {p["Name"]: p["Value"] for p in ssm.get_parameters(  # type: ignore[attr-defined]
-        Names=[f"/metro/qa/{n}" for n in secrets.NAMES], WithDecryption=True)["Parameters"]}
+        Names=[f"/metro-qa/{n}" for n in secrets.NAMES], WithDecryption=True)["Parameters"]}
     assert len(first) == 3 and all(p for p in first.values())
-    assert len(first["/metro/qa/admin-key"]) >= 32 and "PRIVATE KEY" in first["/metro/qa/push-signing-key"]
+    assert len(first["/metro-qa/admin-key"]) >= 32 and "PRIVATE KEY" in first["/metro-qa/push-signing-key"]
     assert secrets.ensure(ssm, "qa") == []  # a re-run changes nothing
     again = {p["Name"]: p["Value"] for p in ssm.get_parameters(  # type: ignore[attr-defined]
-        Names=[f"/metro/qa/{n}" for n in secrets.NAMES], WithDecryption=True)["Parameters"]}
+        Names=[f"/metro-qa/{n}" for n in secrets.NAMES], WithDecryption=True)["Parameters"]}
     assert again == first
     printed = capsys.readouterr().out
     assert not any(value in printed for value in first.values())
@@ -37,4 +37,4 @@ def test_every_function_may_read_only_its_stage_s_secrets() -> None:
     for function in ("api_handler", "fanout", "push", "maintenance"):
         [grant] = [s for s in policies.policy("qa", function)["Statement"] if s.get("Sid") == "StageSecrets"]
         assert grant["Action"] == ["ssm:GetParameters"]
-        assert "parameter/metro/qa/*" in str(grant["Resource"])
+        assert "parameter/metro-qa/*" in str(grant["Resource"])

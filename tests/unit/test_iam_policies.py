@@ -47,7 +47,7 @@ def assert_scoped(stage: str, doc: dict[str, Any]) -> None:
             if ":event-source-mapping:" in text:
                 assert st["Condition"]["StringEquals"]["lambda:FunctionArn"], st
                 continue
-            assert re.search(rf"[/:]{names.prefix}(-|:|$)", text), text  # a name of this stage
+            assert re.search(rf"[/:]{names.prefix}(-|:|/|$)", text), text  # a name (or path) of this stage
             assert "${AWS::AccountId}" in text or text.startswith("arn:${AWS::Partition}:s3:::"), text
             assert "${AWS::Region}" in text, text  # the bucket's name carries the region too
 
