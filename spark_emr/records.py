@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from chalicelib.core import archive_layout as layout
-from chalicelib.core import envelope, payload
+from chalicelib.core import envelope, payload, sqs_limits
 from chalicelib.store import archive as store
 
 ARCHIVE_SCHEMA = store.arrow_schema()
@@ -299,7 +299,7 @@ def time_slices(table: pa.Table, hour_ms: int, slices: int) -> list[tuple[int, p
 class Outgoing:
     message_id: str
     body: str
-    group: str  # MessageGroupId for FIFO queues: ordering key or message id
+    group: str  # MessageGroupId for FIFO queues: the ordering key or message id, made SQS-safe
 
 
 def to_envelope(row: tuple[Any, ...]) -> tuple[str, Outgoing | None]:
@@ -324,10 +324,10 @@ def to_envelope(row: tuple[Any, ...]) -> tuple[str, Outgoing | None]:
     else:
         env = envelope.Envelope(mid, publish_time, attrs, okey, data=data)
         kind = "inline"
-    body = envelope.encode(env)
-    if len(body.encode()) > SQS_MESSAGE_LIMIT:
+    body = sqs_limits.escape_body(envelope.encode(env))  # characters SQS refuses travel as JSON escapes
+    if sqs_limits.body_bytes(body) > SQS_MESSAGE_LIMIT:
         return "too_large", None
-    return kind, Outgoing(mid, body, okey or mid)
+    return kind, Outgoing(mid, body, sqs_limits.group_id(okey, mid))
 
 
 def sqs_batches(
@@ -353,7 +353,7 @@ def batch_entries(batch: list[Outgoing], fifo: bool) -> list[dict[str, str]]:
         entry = {"Id": str(i), "MessageBody": item.body}
         if fifo:
             entry["MessageGroupId"] = item.group
-            entry["MessageDeduplicationId"] = item.message_id
+            entry["MessageDeduplicationId"] = sqs_limits.safe_id(item.message_id)
         entries.append(entry)
     return entries
 

@@ -247,3 +247,21 @@ def test_argo_style_summary() -> None:
     table = reports.daily_table(rows)
     assert table.num_rows == 3 and table.schema == reports.DAILY_SCHEMA
     assert reports.daily_key("p", date(2026, 1, 2)) == "metrics/daily/p/2026/01/02.parquet"
+
+
+def test_replayed_envelopes_stay_within_sqs_rules() -> None:
+    """A long non-ASCII ordering key gets an SQS-safe group id, and U+FFFF travels escaped (and decodes back)."""
+    key, blob = raw_object(H0 + 1, 1, size=10, key_attr="ok")
+    (row,) = records.raw_rows(key, blob)
+    long_key = "ключ с пробелами " * 20  # noqa: RUF001 - Cyrillic on purpose
+    odd = list(row)
+    odd[records.ORDERING_KEY] = long_key
+    odd[records.ATTRIBUTES] = {"odd\uffff": "v\ufffe"}
+    kind, out = records.to_envelope(tuple(odd))
+    assert kind == "inline" and out is not None
+    assert out.group.startswith("h-") and len(out.group) <= 128
+    assert "\uffff" not in out.body and "\ufffe" not in out.body
+    env = envelope.decode(out.body)
+    assert env.ordering_key == long_key and env.attributes == {"odd\uffff": "v\ufffe"}
+    [entry] = records.batch_entries([out], fifo=True)
+    assert entry["MessageGroupId"] == out.group
