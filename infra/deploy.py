@@ -58,6 +58,15 @@ class Target:
         return resolve(self.names.bucket, self.account, self.region)
 
 
+def stage_auth(stage: str, config_file: Path = ROOT / ".chalice" / "config.json") -> str:
+    """The stage's METRO_AUTH as .chalice/config.json sets it (keys when unset: a deployed stage is never open
+    unless its configuration says so)."""
+    doc = json.loads(config_file.read_text())
+    env = {**doc.get("environment_variables", {}), **doc.get("stages", {}).get(stage, {}).get(
+        "environment_variables", {})}
+    return str(env.get("METRO_AUTH", "keys")).strip().lower()
+
+
 def session_client(service: str, region: str) -> Any:
     import boto3
 
@@ -246,6 +255,9 @@ def deploy(
 ) -> None:
     """Create or update the stage; exit 0 with "no changes" when everything is already deployed."""
     t = target(stage, _region(region))
+    if stage_auth(stage) == "open":
+        typer.echo(f"WARNING: stage {stage} is configured with METRO_AUTH=open: every caller will be the "
+                   "service admin of every project", err=True)
     settings = {"parallelization_factor": parallelization_factor,
                 "maximum_retry_attempts": maximum_retry_attempts, "alarm_topic_arn": alarm_topic_arn}
     with tempfile.TemporaryDirectory(prefix="metro-package-") as workdir:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import boto3
 import pytest
@@ -38,3 +39,13 @@ def test_every_function_may_read_only_its_stage_s_secrets() -> None:
         [grant] = [s for s in policies.policy("qa", function)["Statement"] if s.get("Sid") == "StageSecrets"]
         assert grant["Action"] == ["ssm:GetParameters"]
         assert "parameter/metro-qa/*" in str(grant["Resource"])
+
+
+def test_a_stage_is_open_only_when_its_configuration_says_so(tmp_path: Path) -> None:
+    from infra.deploy import stage_auth
+
+    config = tmp_path / "config.json"
+    config.write_text('{"environment_variables": {"METRO_MODE": "aws"}, "stages": {"dev": {}, "demo": '
+                      '{"environment_variables": {"METRO_AUTH": "open"}}}}')
+    assert stage_auth("dev", config) == "keys" and stage_auth("demo", config) == "open"
+    assert stage_auth("dev") == stage_auth("prod") == "keys"  # the repository's own stages are never open
