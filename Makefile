@@ -10,7 +10,7 @@ RECORD ?=
 
 .DEFAULT_GOAL := help
 .PHONY: help install install-run run run-aws check test lint ruff mypy unit functional e2e compat spark \
-        bench bench-quick bench-spark compact retention metrics replay deploy destroy policies clean
+        bench bench-quick bench-spark compact retention metrics replay deploy destroy policies spark35 clean
 
 help: ## List the targets (this text)
 	@echo "Metro: a Google Pub/Sub REST v1 compatible service on AWS. Targets:"
@@ -73,6 +73,22 @@ compat: $(DEV_STAMP) ## Side by side with Google's Pub/Sub emulator; skipped wit
 spark: $(DEV_STAMP) ## The PySpark jobs on local[2]; needs Java 17 (-m spark)
 	$(PYTEST) -q -m spark
 
+# EMR 7 ships Spark 3.5: the same Spark tests in their own venv on PySpark 3.5 (the dev pins but pyspark).
+SPARK35 := .venv-spark35
+SPARK35_PYSPARK := pyspark==3.5.5
+$(SPARK35)/.installed: requirements-run.txt requirements-dev.txt
+	test -x $(SPARK35)/bin/python || $(PY) -m venv $(SPARK35)
+	@echo "installing the Spark 3.5 test venv ($(SPARK35_PYSPARK) and the dev pins but pyspark; ~1.5 GB)"
+	grep -v '^pyspark==' requirements-dev.txt | sed 's#^-r requirements-run.txt#-r $(CURDIR)/requirements-run.txt#' \
+	  > $(SPARK35)/requirements.txt
+	$(SPARK35)/bin/python -m pip install -q --upgrade pip
+	$(SPARK35)/bin/python -m pip install --progress-bar off $(SPARK35_PYSPARK) -r $(SPARK35)/requirements.txt
+	touch $@
+
+spark35: $(SPARK35)/.installed ## The Spark tests on PySpark 3.5, the Spark of EMR 7 (CI runs it too)
+	$(SPARK35)/bin/python -c "import pyspark; print('PySpark', pyspark.__version__)"
+	$(SPARK35)/bin/pytest -q -p no:cacheprovider -m spark tests/spark
+
 check: lint ## The quick loop: ruff, mypy, unit and functional tests (well under a minute on 2 idle CPUs)
 	@echo "==> unit and functional tests"
 	$(PYTEST) -q -n 2 -m "unit or functional"
@@ -115,4 +131,4 @@ policies: $(DEV_STAMP) ## Regenerate the per-function IAM policies of .chalice/
 	$(BIN)/python -m infra.policies
 
 clean: ## Remove .venv, caches and bench/out/
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache bench/out
+	rm -rf $(VENV) $(SPARK35) .pytest_cache .mypy_cache .ruff_cache bench/out
