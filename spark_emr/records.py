@@ -44,8 +44,8 @@ TOPIC, MESSAGE_ID, PUBLISH_TIME, ORDERING_KEY, ATTRIBUTES, DATA, RAW_KEY, REQUES
 Row = tuple[Any, ...]  # (topic, message_id, publish_time, ordering_key, attributes, data, raw_key, request_id, offset)
 
 INLINE_LIMIT = 64 * 1024  # raw bodies above this travel as an S3 pointer
-SQS_MESSAGE_LIMIT = 256 * 1024  # one SQS message body (bytes)
-SQS_BATCH_LIMIT = 256 * 1024  # one SendMessageBatch call (sum of bodies)
+SQS_MESSAGE_LIMIT = sqs_limits.BATCH_BYTES  # one SQS message body (bytes): the service's own rule
+SQS_BATCH_LIMIT = sqs_limits.BATCH_BYTES  # one SendMessageBatch call (sum of bodies)
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
@@ -331,13 +331,13 @@ def to_envelope(row: tuple[Any, ...]) -> tuple[str, Outgoing | None]:
 
 
 def sqs_batches(
-    items: Iterable[Outgoing], max_count: int = 10, max_bytes: int = SQS_BATCH_LIMIT
+    items: Iterable[Outgoing], max_count: int = sqs_limits.BATCH_ENTRIES, max_bytes: int = SQS_BATCH_LIMIT
 ) -> Iterator[list[Outgoing]]:
     """Group outgoing messages (order kept) into SendMessageBatch calls: <= 10 entries, <= 256 KiB."""
     batch: list[Outgoing] = []
     size = 0
     for item in items:
-        n = len(item.body.encode())
+        n = sqs_limits.body_bytes(item.body)
         if batch and (len(batch) >= max_count or size + n > max_bytes):
             yield batch
             batch, size = [], 0
