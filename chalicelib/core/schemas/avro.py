@@ -37,7 +37,12 @@ class AvroSchema:
             self.parsed = fastavro.parse_schema(raw, _write_hint=False)
         except (SchemaParseException, UnknownType, ValueError, TypeError, KeyError, AttributeError) as exc:
             raise DefinitionInvalid(f"not a valid Avro schema: {exc}") from None
-        self._check = _Builder().build(raw, namespace="")
+        try:
+            self._check = _Builder().build(raw, namespace="")
+        except KeyError as exc:  # fastavro lets a few omissions through (a record without fields)
+            raise DefinitionInvalid(f"not a valid Avro schema: a type is missing its {exc.args[0]!r}") from None
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise DefinitionInvalid(f"not a valid Avro schema: {exc}") from None
 
     def check_json(self, data: bytes) -> None:
         try:

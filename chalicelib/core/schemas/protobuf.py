@@ -30,6 +30,11 @@ class ProtoSchema:
         except (TypeError, KeyError, ValueError) as exc:
             raise DefinitionInvalid(str(exc)[:300]) from None
 
+    @property
+    def message_class(self) -> type[Message]:
+        """The message type messages are checked against (tests and tools build messages with it)."""
+        return self._cls
+
     def check_json(self, data: bytes) -> None:
         try:
             message = json_format.Parse(data, self._cls())
