@@ -30,7 +30,8 @@ JSON_SCHEMA = json.dumps({"type": "object", "required": ["id"], "properties": {"
 
 @pytest.fixture(scope="module")
 def schemas(client_options: dict[str, str]) -> SchemaServiceClient:
-    return SchemaServiceClient(transport="rest", client_options=client_options, credentials=AnonymousCredentials())
+    return SchemaServiceClient(transport="rest", client_options=client_options,
+                               credentials=AnonymousCredentials())  # type: ignore[no-untyped-call]
 
 
 def _avro_binary(value: dict[str, Any]) -> bytes:
@@ -40,7 +41,7 @@ def _avro_binary(value: dict[str, Any]) -> bytes:
 
 
 def _proto_binary(**fields: Any) -> bytes:
-    return ProtoSchema(PROTO).message_class(**fields).SerializeToString()
+    return bytes(ProtoSchema(PROTO).message_class(**fields).SerializeToString())
 
 
 def test_schema_lifecycle(schemas: SchemaServiceClient, unique: str) -> None:
@@ -114,7 +115,7 @@ def test_publish_is_checked_and_delivered_with_the_schema_attributes(
     [got] = pull_n(subscriber, sub, 1)
     assert got.message.data == good
     assert dict(got.message.attributes) == {"k": "v", "googclient_schemaname": schema.name,
-                                            "googclient_schemaencoding": encoding.name,
+                                            "googclient_schemaencoding": Encoding(encoding).name,
                                             "googclient_schemarevisionid": schema.revision_id}
 
 
