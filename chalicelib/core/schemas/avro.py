@@ -35,7 +35,9 @@ class AvroSchema:
             raise DefinitionInvalid(f"the definition is not JSON ({exc})") from None
         try:
             self.parsed = fastavro.parse_schema(raw, _write_hint=False)
-        except (SchemaParseException, UnknownType, ValueError, TypeError, KeyError, AttributeError) as exc:
+        except KeyError as exc:
+            raise DefinitionInvalid(f"not a valid Avro schema: a type is missing its {exc.args[0]!r}") from None
+        except (SchemaParseException, UnknownType, ValueError, TypeError, AttributeError) as exc:
             raise DefinitionInvalid(f"not a valid Avro schema: {exc}") from None
         try:
             self._check = _Builder().build(raw, namespace="")
@@ -128,6 +130,8 @@ class _Builder:
         return check
 
     def _union(self, branches: list[Any], namespace: str) -> Check:
+        if not branches:
+            raise ValueError("a union needs at least one branch")
         allows_null = "null" in branches
         by_name: dict[str, Check] = {}
         for branch in branches:

@@ -8,6 +8,8 @@ JSON is proto3 JSON as ``json_format`` reads it (unknown fields refused); BINARY
 
 from __future__ import annotations
 
+import json
+
 from google.protobuf import descriptor_pool, json_format, message_factory
 from google.protobuf.message import DecodeError, Message
 
@@ -37,8 +39,14 @@ class ProtoSchema:
 
     def check_json(self, data: bytes) -> None:
         try:
-            message = json_format.Parse(data, self._cls())
-        except (json_format.ParseError, ValueError, UnicodeDecodeError, RecursionError) as exc:
+            value = json.loads(data)
+        except (ValueError, RecursionError):
+            raise MessageInvalid("the data is not JSON") from None
+        if not isinstance(value, dict):
+            raise MessageInvalid("a message in JSON is an object")
+        try:
+            message = json_format.ParseDict(value, self._cls())
+        except (json_format.ParseError, ValueError, TypeError, RecursionError) as exc:
             raise MessageInvalid(str(exc).splitlines()[0][:300]) from None
         self._check_required(message)
 
