@@ -34,7 +34,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
-from bench import chart, experiments, pricing, report, scenarios
+from bench import chart, experiments, pricing, report, scenarios, schema_bench
 from bench.stack import BenchStack
 
 HERE = Path(__file__).resolve().parent
@@ -105,6 +105,7 @@ def main(
     patch: str = typer.Option("", help="Comma-separated proposals to try in-process (see bench/experiments.py)."),
     check: bool = typer.Option(False, "--check", help="Exit 1 when a target is missed."),
     detail: bool = typer.Option(True, help="Print the per-operation request tables."),
+    validation: bool = typer.Option(True, help="Measure schema validation per core (bench/schema_bench.py)."),
 ) -> None:
     """Run the scenarios and the baselines; print, save and chart the figures."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s %(message)s")
@@ -164,6 +165,10 @@ def main(
     }
     doc["keys_vs_a"] = report.keys_deltas(results)
     doc["targets"] = report.targets(results)
+    if validation:
+        console.print("schema validation per core (1 KiB messages) ...")
+        doc["validation"] = schema_bench.validation_throughput(seconds=0.3 if quick else 2.0)
+        doc["targets"].append(schema_bench.target(doc["validation"]))
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(doc, indent=2) + "\n")
     chart.draw(doc, chart_path)
