@@ -8,12 +8,10 @@ JSON is proto3 JSON as ``json_format`` reads it (unknown fields refused); BINARY
 
 from __future__ import annotations
 
-import json
-
 from google.protobuf import descriptor_pool, json_format, message_factory
 from google.protobuf.message import DecodeError, Message
 
-from chalicelib.core.schemas.invalid import DefinitionInvalid, MessageInvalid
+from chalicelib.core.schemas.invalid import DefinitionInvalid, MessageInvalid, message_json
 from chalicelib.core.schemas.proto_text import read_proto
 
 
@@ -38,10 +36,7 @@ class ProtoSchema:
         return self._cls
 
     def check_json(self, data: bytes) -> None:
-        try:
-            value = json.loads(data)
-        except (ValueError, RecursionError):
-            raise MessageInvalid("the data is not JSON") from None
+        value = message_json(data)
         if not isinstance(value, dict):
             raise MessageInvalid("a message in JSON is an object")
         try:
