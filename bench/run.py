@@ -9,6 +9,9 @@ Scenarios (``--quick``: a few hundred messages each, for CI):
   A-keys  3,000 messages of A served with METRO_AUTH=keys (run right after A): a publisher and a consumer
      user on the topic's and the subscription's ACLs, their tokens in x-api-key: $/M, AWS requests per
      message and API handler p50 against A
+  A-schema  3,000 messages of A to a topic with an Avro schema (JSON encoding): every publish is checked
+and the schema figures of bench/schema_bench.py: checks per second on one core for each schema type and
+encoding (1 KiB messages), and the CPU checking adds to a 100-message publish;
 and, on the same emulator in the same run, the baselines they are compared with: raw SQS (1 KiB and
 64 KiB) and SNS -> 3 SQS queues. Writes bench/out/results.json and bench/out/chart.png (quick runs:
 bench/out/results-quick.json and bench/out/chart-quick.png; bench/out/ is not tracked); ``--record``
