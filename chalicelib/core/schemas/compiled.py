@@ -42,15 +42,21 @@ def compile_spec(spec: SchemaSpec) -> Checker:
         raise DefinitionInvalid("the definition is empty")
     if len(spec.definition.encode()) > MAX_DEFINITION_BYTES:
         raise DefinitionInvalid(f"a definition must be at most {MAX_DEFINITION_BYTES} bytes")
-    return _LANGUAGES[spec.type](spec.definition)
+    try:
+        return _LANGUAGES[spec.type](spec.definition)
+    except RecursionError:
+        raise DefinitionInvalid("the definition is nested too deeply") from None
 
 
 def check_message(checker: Checker, data: bytes, encoding: Encoding) -> None:
     """MessageInvalid when ``data`` does not conform."""
-    if encoding is Encoding.JSON:
-        checker.check_json(data)
-    else:
-        checker.check_binary(data)
+    try:
+        if encoding is Encoding.JSON:
+            checker.check_json(data)
+        else:
+            checker.check_binary(data)
+    except RecursionError:
+        raise MessageInvalid("the message is nested too deeply") from None
 
 
 class CompiledCache:
