@@ -12,7 +12,7 @@ from __future__ import annotations
 import uuid
 
 from chalicelib.core import names
-from chalicelib.core.errors import InvalidArgument, NotFound
+from chalicelib.core.errors import FailedPrecondition, InvalidArgument, NotFound
 from chalicelib.core.names import Name
 from chalicelib.core.pagetokens import PageTokens
 from chalicelib.core.records import TopicRecord
@@ -28,6 +28,8 @@ from chalicelib.core.schemas.model import (
 )
 from chalicelib.core.timefmt import format_timestamp_us
 from chalicelib.service.context import Context
+
+MAX_REVISIONS = 20  # Google's limit on the revisions a schema holds at a time
 
 
 class SchemaService:
@@ -74,6 +76,7 @@ class SchemaService:
         if spec.type is not head.type:
             raise InvalidArgument(f"The schema's type is {head.type.value}; a revision cannot change it")
         compile_spec(spec)
+        self._check_room(name)
         revision = self._new_revision(name, spec, after=head)
         self.store.commit(name, revision)
         return revision
@@ -86,6 +89,7 @@ class SchemaService:
         if old is None:
             self.record(name)  # NOT_FOUND for the schema itself first
             raise NotFound("Revision not found")
+        self._check_room(name)
         revision = self._new_revision(name, old.spec, after=self.record(name).head)
         self.store.commit(name, revision)
         return revision
@@ -143,6 +147,10 @@ class SchemaService:
         check_message(checker, request.message, request.encoding)
 
     # -- helpers -----------------------------------------------------------------------------
+    def _check_room(self, name: Name) -> None:
+        if len(self.store.revisions(name)) >= MAX_REVISIONS:
+            raise FailedPrecondition(f"A schema can have at most {MAX_REVISIONS} revisions; delete one first.")
+
     def _new_revision(self, name: Name, spec: SchemaSpec, after: SchemaRevision | None = None) -> SchemaRevision:
         """A revision created now, and in any case after ``after`` (revisions are ordered by creation time)."""
         now = self.ctx.clock()

@@ -10,7 +10,7 @@ import pytest
 
 from chalicelib.api.requests import publish_request, pull_request, subscription_request
 from chalicelib.core import names
-from chalicelib.core.errors import AlreadyExists, InvalidArgument, NotFound
+from chalicelib.core.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound
 from chalicelib.core.models import SchemaSettings, Topic
 from chalicelib.core.requests import PageRequest
 from chalicelib.core.schemas.invalid import MessageInvalid
@@ -166,3 +166,16 @@ def test_revisions_made_at_the_same_instant_keep_their_order(services: Services)
     listed = services.schemas.list_revisions(SCHEMA, PageRequest(10)).items
     assert [r.revision_id for r in listed] == [third.revision_id, second.revision_id, first.revision_id]
     assert services.schemas.get(SCHEMA) == third
+
+
+def test_a_schema_holds_at_most_twenty_revisions(services: Services, clock: FakeClock) -> None:
+    first = services.schemas.create(SCHEMA, avro(V1)).head
+    for _ in range(19):
+        clock.advance(1)
+        services.schemas.commit(SCHEMA, avro(V2))
+    with pytest.raises(FailedPrecondition, match="at most 20 revisions"):
+        services.schemas.commit(SCHEMA, avro(V1))
+    with pytest.raises(FailedPrecondition):
+        services.schemas.rollback(SCHEMA, first.revision_id)
+    services.schemas.delete_revision(SCHEMA, first.revision_id)
+    services.schemas.commit(SCHEMA, avro(V1))
