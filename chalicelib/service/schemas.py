@@ -48,12 +48,13 @@ class SchemaService:
 
     def get(self, name: Name, revision_id: str = "") -> SchemaRevision:
         """The newest revision, or the one named."""
-        if revision_id:
-            revision = self.store.revision(name, revision_id)
-            if revision is None:
-                raise NotFound("Schema revision not found")
-            return revision
-        return self.record(name).head
+        record = self.record(name)
+        if not revision_id:
+            return record.head
+        revision = self.store.revision(name, revision_id, record.uuid)
+        if revision is None:
+            raise NotFound("Schema revision not found")
+        return revision
 
     def record(self, name: Name) -> SchemaRecord:
         record = self.store.get(name)
@@ -72,26 +73,27 @@ class SchemaService:
     # -- revisions ---------------------------------------------------------------------------
     def commit(self, name: Name, spec: SchemaSpec) -> SchemaRevision:
         """A new revision that becomes the head; its type must be the schema's."""
-        head = self.record(name).head
+        record = self.record(name)
+        head = record.head
         if spec.type is not head.type:
             raise InvalidArgument(f"The schema's type is {head.type.value}; a revision cannot change it")
         compile_spec(spec)
         self._check_room(name)
         revision = self._new_revision(name, spec, after=head)
-        self.store.commit(name, revision)
+        self.store.commit(name, revision, record.uuid)
         return revision
 
     def rollback(self, name: Name, revision_id: str) -> SchemaRevision:
         """A new revision with the definition of an earlier one."""
         if not revision_id:
             raise InvalidArgument("A revision id is required")
-        old = self.store.revision(name, revision_id)
+        record = self.record(name)
+        old = self.store.revision(name, revision_id, record.uuid)
         if old is None:
-            self.record(name)  # NOT_FOUND for the schema itself first
             raise NotFound("Revision not found")
         self._check_room(name)
-        revision = self._new_revision(name, old.spec, after=self.record(name).head)
-        self.store.commit(name, revision)
+        revision = self._new_revision(name, old.spec, after=record.head)
+        self.store.commit(name, revision, record.uuid)
         return revision
 
     def list_revisions(self, name: Name, page: PageRequest) -> Page[SchemaRevision]:

@@ -17,6 +17,7 @@ from chalicelib.core.schemas.invalid import MessageInvalid
 from chalicelib.core.schemas.model import DELETED_SCHEMA, Encoding, SchemaSpec, SchemaType, ValidateMessageRequest
 from chalicelib.delivery.fanout import FanOut
 from chalicelib.runtime import Services
+from chalicelib.store import batch
 from tests.functional.conftest import FakeClock, stream_event
 
 P = "func-project"
@@ -179,3 +180,23 @@ def test_a_schema_holds_at_most_twenty_revisions(services: Services, clock: Fake
         services.schemas.rollback(SCHEMA, first.revision_id)
     services.schemas.delete_revision(SCHEMA, first.revision_id)
     services.schemas.commit(SCHEMA, avro(V1))
+
+
+def test_revisions_left_by_a_crashed_delete_do_not_come_back(services: Services,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    old = services.schemas.create(SCHEMA, avro(V2)).head
+    def crash(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("the process ends after the head went")
+
+    monkeypatch.setattr(batch, "write_all", crash)
+    with pytest.raises(RuntimeError):
+        services.schemas.delete(SCHEMA)
+    monkeypatch.undo()
+    new = services.schemas.create(SCHEMA, avro(V1)).head
+    revisions = services.schemas.list_revisions(SCHEMA, PageRequest(10)).items
+    assert [r.revision_id for r in revisions] == [new.revision_id]
+    with pytest.raises(NotFound):
+        services.schemas.get(SCHEMA, old.revision_id)
+    with_topic(services, encoding="JSON")
+    with pytest.raises(MessageInvalid):
+        publish(services, {"id": "a"}, {"id": 7})  # only the new schema's revision decides
