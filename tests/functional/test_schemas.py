@@ -14,7 +14,14 @@ from chalicelib.core.errors import AlreadyExists, FailedPrecondition, InvalidArg
 from chalicelib.core.models import SchemaSettings, Topic
 from chalicelib.core.requests import PageRequest
 from chalicelib.core.schemas.invalid import MessageInvalid
-from chalicelib.core.schemas.model import DELETED_SCHEMA, Encoding, SchemaSpec, SchemaType, ValidateMessageRequest
+from chalicelib.core.schemas.model import (
+    DELETED_SCHEMA,
+    Encoding,
+    SchemaRevision,
+    SchemaSpec,
+    SchemaType,
+    ValidateMessageRequest,
+)
 from chalicelib.delivery.fanout import FanOut
 from chalicelib.runtime import Services
 from chalicelib.store import batch
@@ -200,3 +207,20 @@ def test_revisions_left_by_a_crashed_delete_do_not_come_back(services: Services,
     with_topic(services, encoding="JSON")
     with pytest.raises(MessageInvalid):
         publish(services, {"id": "a"}, {"id": 7})  # only the new schema's revision decides
+
+
+def test_warm_publishes_read_the_schema_once_and_compile_it_once(services: Services,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    services.schemas.create(SCHEMA, avro(V1))
+    with_topic(services, encoding="JSON")
+    reads: list[names.Name] = []
+    original = services.ctx.schemas.revisions
+
+    def counted(name: names.Name) -> list[SchemaRevision]:
+        reads.append(name)
+        return original(name)
+
+    monkeypatch.setattr(services.ctx.schemas, "revisions", counted)
+    for _ in range(5):
+        publish(services, {"id": "a"}, {"id": "b"})
+    assert len(reads) == 1 and services.topic_schemas.compiled.compiled == 1
