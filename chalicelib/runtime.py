@@ -14,6 +14,8 @@ from chalicelib.service.admin import AdminService
 from chalicelib.service.context import Context
 from chalicelib.service.publish import PublishService
 from chalicelib.service.pull import PullService
+from chalicelib.service.schema_topics import TopicSchemas
+from chalicelib.service.schemas import SchemaService
 from chalicelib.service.usage import UsageService
 from chalicelib.store.secrets import load_secrets
 
@@ -30,12 +32,16 @@ class Services:
     usage: UsageService
     access: AccessService
     accounts: AccountService
+    schemas: SchemaService
+    topic_schemas: TopicSchemas
 
     @classmethod
     def build(cls, ctx: Context) -> Services:
         access = AccessService(ctx)
-        return cls(ctx, AdminService(ctx), PublishService(ctx), PullService(ctx), UsageService(ctx), access,
-                   AccountService(ctx, access))
+        schemas = SchemaService(ctx)
+        topic_schemas = TopicSchemas(ctx, schemas.compiled)  # publish and validateMessage share compiled revisions
+        return cls(ctx, AdminService(ctx), PublishService(ctx, topic_schemas), PullService(ctx), UsageService(ctx),
+                   access, AccountService(ctx, access), schemas, topic_schemas)
 
 
 def check_secrets(cfg: config.Config) -> None:

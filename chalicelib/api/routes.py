@@ -15,10 +15,11 @@ from urllib.parse import unquote
 
 from chalice.app import Request, Response
 
-from chalicelib.api import account_handlers, handlers, permissions
+from chalicelib.api import account_handlers, handlers, permissions, schema_handlers
 from chalicelib.api.auth import authenticate, authorize
 from chalicelib.api.handlers import Incoming, Result
 from chalicelib.api.http import guarded, json_response, not_found, parse_body, split_segment
+from chalicelib.api.schema_requests import schema_ref
 from chalicelib.core import limits, names
 from chalicelib.core.identity import Principal
 from chalicelib.runtime import services
@@ -94,6 +95,27 @@ def list_resources(request: Request, project: str, collection: str) -> Response:
     return _serve(request, route, table, _same(project), project=project)
 
 
+# -- schemas ------------------------------------------------------------------------------------------
+def schemas(request: Request, project: str) -> Response:
+    project = unquote(project)
+    return _serve(request, permissions.SCHEMAS, schema_handlers.SCHEMAS, _same(project), project=project)
+
+
+def schema(request: Request, project: str, segment: str) -> Response:
+    project = unquote(project)
+    return _serve(request, permissions.SCHEMA, schema_handlers.SCHEMA, lambda rid: schema_ref(project, rid),
+                  project=project, segment=segment)
+
+
+def collection_verb(request: Request, project: str, segment: str) -> Response:
+    """``projects/{p}/schemas:validate`` and ``:validateMessage``; any other segment here is Google's 404."""
+    project = unquote(project)
+    if split_segment(segment)[0] != "schemas":
+        return not_found(request.method, request.context.get("path", ""))
+    return _serve(request, permissions.PROJECT_COLLECTION_VERB, schema_handlers.SCHEMAS_VERBS, _same(project),
+                  project=project, segment=segment)
+
+
 # -- projects, members, users (AMS) -----------------------------------------------------------------
 def project(request: Request, segment: str) -> Response:
     """``/v1/projects/{p}``: AMS's project CRUD, ``:metrics``, the push identities."""
@@ -138,6 +160,9 @@ TABLES: Mapping[str, Mapping[tuple[str, str], object]] = {
     permissions.MEMBER: account_handlers.MEMBER,
     permissions.USERS: account_handlers.USERS,
     permissions.USER: account_handlers.USER,
+    permissions.SCHEMAS: schema_handlers.SCHEMAS,
+    permissions.SCHEMA: schema_handlers.SCHEMA,
+    permissions.PROJECT_COLLECTION_VERB: schema_handlers.SCHEMAS_VERBS,
 }
 
 

@@ -20,6 +20,7 @@ from chalicelib.store.mappings import MappingStore
 from chalicelib.store.push_state import PushStore
 from chalicelib.store.queues import QueueStore
 from chalicelib.store.resources import ResourceStore
+from chalicelib.store.schemas import SchemaStore
 from chalicelib.store.usage import UsageStore
 
 Clock = Callable[[], float]
@@ -37,6 +38,7 @@ class Context:
     mappings: MappingStore
     usage: UsageStore
     identity: IdentityStore
+    schemas: SchemaStore
     clock: Clock = time.time
     ids: IdSource = field(default_factory=IdSource)
 
@@ -49,5 +51,5 @@ class Context:
         return cls(config=config, resources=ResourceStore(config), log=MessageLog(config), queues=QueueStore(config),
                    exact=ExactLeases(config), skips=SkipStore(config),
                    push=PushStore(config), mappings=MappingStore(config), usage=UsageStore(config),
-                   identity=IdentityStore(config),
+                   identity=IdentityStore(config), schemas=SchemaStore(config),
                    clock=clock, ids=ids or IdSource())
