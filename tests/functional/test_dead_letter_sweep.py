@@ -22,7 +22,8 @@ from chalicelib.store import aws
 from chalicelib.store.last_attempts import LastAttemptStore
 from chalicelib.store.push_state import queue_arn
 from tests.functional.conftest import FakeClock
-from tests.functional.test_policies import Stream, Unthrottled, _publish, _pull, sub, topic
+from tests.functional.test_message_path import sub, topic
+from tests.functional.test_policies import Stream, Unthrottled, _publish, _pull
 
 DEADLINE = 10
 
@@ -154,11 +155,12 @@ def test_a_push_nack_of_the_last_attempt_forwards_at_once(services: Services, cl
     sqs = aws.client("sqs", services.ctx.config)
     arn = queue_arn(rec.queue_url, services.ctx.config.region)
     receives = 0
-    for receives in range(10):
+    for _ in range(10):
         resp = sqs.receive_message(QueueUrl=rec.queue_url, MaxNumberOfMessages=10, VisibilityTimeout=DEADLINE,
                                    MessageSystemAttributeNames=["All"])
         if not resp.get("Messages"):
             break
+        receives += 1
         delivery.handle({"Records": [lambda_record(m, arn, "us-east-1") for m in resp["Messages"]]})
     assert seen == [1, 2, 3, 4, 5]
     assert receives == 5  # the fifth answer forwarded it: no sixth receive was needed
