@@ -34,7 +34,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
-from bench import chart, experiments, pricing, report, scenarios
+from bench import chart, experiments, external, pricing, report, scenarios
 from bench.stack import BenchStack
 
 HERE = Path(__file__).resolve().parent
@@ -105,6 +105,9 @@ def main(
     patch: str = typer.Option("", help="Comma-separated proposals to try in-process (see bench/experiments.py)."),
     check: bool = typer.Option(False, "--check", help="Exit 1 when a target is missed."),
     detail: bool = typer.Option(True, help="Print the per-operation request tables."),
+    external_seconds: float = typer.Option(-1, "--external", help="Seconds of the publish workload on the embedded "
+                                           "stack and on a stock moto server (bench/external.py; 0: skip; default "
+                                           "10 quick, 20 full)."),
 ) -> None:
     """Run the scenarios and the baselines; print, save and chart the figures."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s %(message)s")
@@ -162,6 +165,11 @@ def main(
                               "min_bytes_per_request": pricing.GOOGLE_MIN_REQUEST_BYTES}},
         "results": results,
     }
+    if external_seconds != 0:
+        console.print("external emulator: the publish workload on the embedded stack, then on a stock moto server ...")
+        doc["external_emulator"] = external.compare(external_seconds if external_seconds > 0 else (10 if quick else 20),
+                                                    1, out.parent / "external-logs")
+        console.print(external.summary(doc["external_emulator"]))
     doc["keys_vs_a"] = report.keys_deltas(results)
     doc["targets"] = report.targets(results)
     out.parent.mkdir(parents=True, exist_ok=True)
