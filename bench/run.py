@@ -86,6 +86,14 @@ def output_paths(quick: bool, record: bool, out: Path | None, chart_path: Path |
     return out, chart_path
 
 
+def run_external(console: Console, doc: dict[str, Any], seconds: float, out_dir: Path) -> None:
+    """The publish workload on the embedded stack and on a stock moto server (bench/external.py), into ``doc``."""
+    console.print("external emulator: the publish workload on the embedded stack, then on a stock moto server ...")
+    doc["external_emulator"] = external.compare(seconds, 1, out_dir / "external-logs")
+    doc["targets"].append(external.target(doc["external_emulator"]))
+    console.print(external.summary(doc["external_emulator"]))
+
+
 @cli.command()
 def main(
     quick: bool = typer.Option(False, "--quick", help="A few hundred messages per scenario (CI; < 60 s)."),
@@ -165,13 +173,10 @@ def main(
                               "min_bytes_per_request": pricing.GOOGLE_MIN_REQUEST_BYTES}},
         "results": results,
     }
-    if external_seconds != 0:
-        console.print("external emulator: the publish workload on the embedded stack, then on a stock moto server ...")
-        doc["external_emulator"] = external.compare(external_seconds if external_seconds > 0 else (10 if quick else 20),
-                                                    1, out.parent / "external-logs")
-        console.print(external.summary(doc["external_emulator"]))
     doc["keys_vs_a"] = report.keys_deltas(results)
     doc["targets"] = report.targets(results)
+    if external_seconds != 0:
+        run_external(console, doc, external_seconds if external_seconds > 0 else (10 if quick else 20), out.parent)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(doc, indent=2) + "\n")
     chart.draw(doc, chart_path)
