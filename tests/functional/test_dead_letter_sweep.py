@@ -168,3 +168,16 @@ def test_a_push_nack_of_the_last_attempt_forwards_at_once(services: Services, cl
     assert dead["message"]["attributes"]["CloudPubSubDeadLetterSourceDeliveryCount"] == "5"
     assert _backlog(services) == 0
     assert records.puts == []  # push holds the body: no record needed
+
+
+def test_a_last_nack_without_its_record_leaves_the_message_to_the_next_receive(services: Services,
+                                                                               clock: FakeClock) -> None:
+    """A record lost (say, a crash before it was written): the nack redelivers, and that receive forwards it."""
+    stream, records = _setup(services, clock, **_policy())
+    last = _to_last_attempt(services, stream)
+    records.delete(records.due(clock() + 3600, 10))
+    _nack(services, last)
+    assert _dead(services, stream) == []  # not forwarded by the nack
+    assert _pull(services, sub()) == []  # the next receive forwards it instead of delivering it
+    (dead,) = _dead(services, stream)
+    assert dead["message"]["attributes"]["CloudPubSubDeadLetterSourceDeliveryCount"] == "5"
