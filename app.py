@@ -102,7 +102,7 @@ def user(user: str) -> Response:
     return routes.user(_request(), user)
 
 
-@app.schedule(Rate(1, unit=Rate.HOURS), name="maintenance")
+@app.schedule(Rate(1, unit=Rate.MINUTES), name="maintenance")  # the dead-letter sweep; idle expiry hourly
 def maintenance(event: Any) -> dict[str, Any]:
     return handlers.maintenance(event.to_dict(), event.context)
 

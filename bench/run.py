@@ -37,7 +37,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
-from bench import chart, experiments, pricing, report, scenarios, schema_bench
+from bench import chart, experiments, external, pricing, report, scenarios, schema_bench
 from bench.stack import BenchStack
 
 HERE = Path(__file__).resolve().parent
@@ -89,6 +89,14 @@ def output_paths(quick: bool, record: bool, out: Path | None, chart_path: Path |
     return out, chart_path
 
 
+def run_external(console: Console, doc: dict[str, Any], seconds: float, out_dir: Path) -> None:
+    """The publish workload on the embedded stack and on a stock moto server (bench/external.py), into ``doc``."""
+    console.print("external emulator: the publish workload on the embedded stack, then on a stock moto server ...")
+    doc["external_emulator"] = external.compare(seconds, 1, out_dir / "external-logs")
+    doc["targets"].append(external.target(doc["external_emulator"]))
+    console.print(external.summary(doc["external_emulator"]))
+
+
 @cli.command()
 def main(
     quick: bool = typer.Option(False, "--quick", help="A few hundred messages per scenario (CI; < 60 s)."),
@@ -109,6 +117,9 @@ def main(
     check: bool = typer.Option(False, "--check", help="Exit 1 when a target is missed."),
     detail: bool = typer.Option(True, help="Print the per-operation request tables."),
     validation: bool = typer.Option(True, help="Measure schema validation per core (bench/schema_bench.py)."),
+    external_seconds: float = typer.Option(-1, "--external", help="Seconds of the publish workload on the embedded "
+                                           "stack and on a stock moto server (bench/external.py; 0: skip; default "
+                                           "10 quick, 20 full)."),
 ) -> None:
     """Run the scenarios and the baselines; print, save and chart the figures."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s %(message)s")
@@ -168,10 +179,8 @@ def main(
     }
     doc["keys_vs_a"] = report.keys_deltas(results)
     doc["targets"] = report.targets(results)
-    if validation:
-        console.print("schema validation per core (1 KiB messages) ...")
-        doc["validation"] = schema_bench.measure(seconds=0.3 if quick else 2.0)
-        doc["targets"].append(schema_bench.target(doc["validation"]))
+    run_measurements(console, doc, quick=quick, validation=validation, external_seconds=external_seconds,
+                     out_dir=out.parent)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(doc, indent=2) + "\n")
     chart.draw(doc, chart_path)
@@ -187,6 +196,17 @@ def main(
         raise typer.Exit(1)
     if check and not all(t["met"] for t in doc["targets"]):
         raise typer.Exit(1)
+
+
+def run_measurements(console: Console, doc: dict[str, Any], *, quick: bool, validation: bool,
+                     external_seconds: float, out_dir: Path) -> None:
+    """The measurements beside the scenarios: schema validation per core and the external emulator's rate."""
+    if validation:
+        console.print("schema validation per core (1 KiB messages) ...")
+        doc["validation"] = schema_bench.measure(seconds=0.3 if quick else 2.0)
+        doc["targets"].append(schema_bench.target(doc["validation"]))
+    if external_seconds != 0:
+        run_external(console, doc, external_seconds if external_seconds > 0 else (10 if quick else 20), out_dir)
 
 
 if __name__ == "__main__":

@@ -66,6 +66,10 @@ class Config:
     # How long a message waits before Metro retries forwarding it when its dead-letter topic is missing.
     dead_letter_retry_seconds: int = field(default_factory=lambda: int(_env("METRO_DEAD_LETTER_RETRY_SECONDS",
                                                                            "300")))
+    # How long a last delivery attempt (maxDeliveryAttempts) stays hidden after its ack deadline, so that the
+    # dead-letter sweep can still claim and forward it (docs/policies.md); at least twice the sweep's interval.
+    dead_letter_grace_seconds: int = field(default_factory=lambda: int(_env("METRO_DEAD_LETTER_GRACE_SECONDS",
+                                                                           "150")))
     quotas: Quotas = field(default_factory=Quotas)
     # The largest request body the deployed path carries (Lambda's 6 MB payload less headroom; the deploy sets
     # it); 0 = only Google's own limits.
@@ -123,6 +127,9 @@ class LocalConfig:
     # Patch the in-process moto server's SQS clock (chalicelib/local/moto_speedups.py): same behaviour, faster.
     moto_speedup: bool = field(default_factory=lambda: _env("METRO_MOTO_SPEEDUP", "1") not in ("0", "false"))
     maintenance_interval: float = field(default_factory=lambda: float(_env("METRO_MAINTENANCE_INTERVAL", "60")))
+    # How often the local dead-letter sweep runs (deployed: every minute, with the maintenance function).
+    dead_letter_sweep_interval: float = field(default_factory=lambda: float(_env("METRO_DEAD_LETTER_SWEEP_SECONDS",
+                                                                                 "2")))
 
 
 def load() -> Config:

@@ -4,14 +4,22 @@ from __future__ import annotations
 
 from typing import Any
 
+from chalicelib.core.last_attempt import hourly_work_due
 from chalicelib.delivery.fanout import FanOut
-from chalicelib.delivery.maintenance import expire_idle_subscriptions
+from chalicelib.delivery.maintenance import expire_idle_subscriptions, sweep_dead_letters
 from chalicelib.delivery.push import push_delivery
 from chalicelib.runtime import services
 
 
 def maintenance(event: dict[str, Any] | None = None, context: Any = None) -> dict[str, Any]:
-    return {"expired": expire_idle_subscriptions(services().ctx)}
+    """Every minute in AWS: the dead-letter sweep; in the first minute of each hour, the idle expiry too."""
+    ctx = services().ctx
+    swept = sweep_dead_letters(ctx)
+    return {"deadLettered": swept, "expired": expire_idle_subscriptions(ctx) if hourly_work_due(event) else []}
+
+
+def dead_letter_sweep(event: dict[str, Any] | None = None, context: Any = None) -> dict[str, Any]:
+    return {"deadLettered": sweep_dead_letters(services().ctx)}
 
 
 def fanout(event: dict[str, Any], context: Any = None) -> dict[str, Any]:

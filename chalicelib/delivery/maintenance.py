@@ -1,9 +1,14 @@
-"""The scheduled maintenance handler: deletes subscriptions idle longer than their expirationPolicy.
+"""The scheduled maintenance work: the dead-letter sweep, and deleting subscriptions idle longer than their
+expirationPolicy.
 
 Activity is a pull, acknowledge or modifyAckDeadline call, or a successful push (recorded at most
 once an hour). The default policy is 31 days; an expirationPolicy without ttl never expires.
 
-Runs hourly in AWS (a Chalice schedule) and every METRO_MAINTENANCE_INTERVAL seconds in the local pump.
+The sweep forwards last delivery attempts whose ack deadline passed (service/last_attempts.py).
+
+In AWS the maintenance function runs every minute (a Chalice schedule): the sweep each time, the
+expiry in the first minute of each hour. Locally the sweep runs every METRO_DEAD_LETTER_SWEEP_SECONDS
+and the expiry every METRO_MAINTENANCE_INTERVAL seconds.
 """
 
 from __future__ import annotations
@@ -16,6 +21,9 @@ from chalicelib.core.records import SubscriptionRecord
 from chalicelib.core.timefmt import parse_duration
 from chalicelib.service.admin import AdminService
 from chalicelib.service.context import Context
+from chalicelib.service.delivery import Steps
+from chalicelib.service.last_attempts import LastAttempts
+from chalicelib.service.publish import PublishService
 
 log = logging.getLogger("metro.maintenance")
 
@@ -42,3 +50,8 @@ def expire_idle_subscriptions(ctx: Context) -> list[str]:
         log.info("deleted subscription %s: idle for more than %ss", rec.name, int(ttl))
         expired.append(rec.name)
     return expired
+
+
+def sweep_dead_letters(ctx: Context) -> int:
+    """Forward the last attempts whose deadline passed; how many left their subscriptions."""
+    return LastAttempts(ctx, Steps(ctx, PublishService(ctx).append)).sweep()

@@ -23,6 +23,7 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from chalicelib.core.backoff import NACK_FLOOR, PushThrottle, ThrottleState
+from chalicelib.core.last_attempt import is_last_attempt
 from chalicelib.core.records import SubscriptionRecord
 from chalicelib.delivery import lanes
 from chalicelib.delivery.push_request import Item, Poster, build_request, http_post
@@ -102,6 +103,7 @@ class PushDelivery:
         batch = Batch(rec, throttle, deliveries, now, now + min(INLINE_WAIT, max(0.0, timeout - MIN_PUSH_TIME)),
                       timeout)
         self._deliver(batch)
+        self._end_last_attempts(batch)
         self.steps.skipped(rec, [d for d in deliveries
                                  if d.key not in batch.pushed and not batch.results.get(d.key, ACKED).acked])
         self._settle(batch)
@@ -142,6 +144,16 @@ class PushDelivery:
             batch.results.update({d.key: ACKED for d in out.removed})
             batch.results.update({d.key: Outcome(False, parked_seconds(self.ctx)) for d in out.parked})
         self.scheduler.run(batch, sorted_.lanes)
+
+    def _end_last_attempts(self, batch: Batch) -> None:
+        """A last attempt that was not acknowledged goes to the dead-letter topic now, not on its next receive."""
+        rec = batch.rec
+        ended = [d for d in batch.deliveries if d.key in batch.pushed and d.data is not None
+                 and not batch.results.get(d.key, ACKED).acked and is_last_attempt(rec, d.attempt)]
+        if ended:
+            out = self.steps.dead_letter(rec, ended, ended=True)
+            batch.results.update({d.key: ACKED for d in out.removed})
+            batch.results.update({d.key: Outcome(False, parked_seconds(self.ctx)) for d in out.parked})
 
     def _push_one(self, batch: Batch, d: Delivery) -> int | None:
         rec = batch.rec

@@ -17,6 +17,7 @@ from typing import Any
 
 from chalicelib.config import Config
 from chalicelib.store import aws
+from chalicelib.store.log import FANNED_OUT
 
 log = logging.getLogger("metro.pump")
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
@@ -36,6 +37,7 @@ class StreamPump:
         self._stop = threading.Event()
         self._arn = ""
         self._described = 0.0
+        self.pending = 0  # records of the last pass that publish had not fanned out itself
 
     # -- checkpoints ------------------------------------------------------------------------
     def _checkpoint_key(self, shard: str) -> dict[str, Any]:
@@ -74,11 +76,12 @@ class StreamPump:
     def poll_once(self) -> int:
         """Read every shard once and deliver what arrived; returns the number of records handled."""
         self._discover()
-        handled = 0
+        handled = self.pending = 0
         for sid, iterator in list(self._iterators.items()):
             resp = self._streams.get_records(ShardIterator=iterator, Limit=self._batch)
             records = resp.get("Records", [])
             if records:
+                self.pending += sum(1 for r in records if not _fanned_out(r))
                 self._deliver(records)
                 self._save_checkpoint(sid, records[-1]["dynamodb"]["SequenceNumber"])
                 handled += len(records)
@@ -105,12 +108,16 @@ class StreamPump:
 
     # -- loop -------------------------------------------------------------------------------
     def run(self) -> None:
-        """Poll; after an empty pass wait, twice as long each time up to IDLE_MAX_SECONDS (an idle stack costs
-        little CPU), and go back to the short interval as soon as a pass finds records."""
+        """Poll; after a pass with nothing to fan out wait, twice as long each time up to IDLE_MAX_SECONDS,
+        and go back to the short interval as soon as a pass finds records to fan out. Records that publish
+        fanned out itself (the usual case) do not count: a stack that only publishes polls the stream
+        four times a second, not fifty (an emulator in another process pays for every poll;
+        docs/decisions/external-emulator.md)."""
         wait = self._interval
         while not self._stop.is_set():
             try:
-                if self.poll_once():
+                self.poll_once()
+                if self.pending:
                     wait = self._interval
                 else:
                     self._stop.wait(wait)
@@ -126,6 +133,12 @@ class StreamPump:
 
     def stop(self) -> None:
         self._stop.set()
+
+
+def _fanned_out(record: dict[str, Any]) -> bool:
+    """Whether publish already enqueued this log item for every subscription (fan-out will skip it)."""
+    image = record.get("dynamodb", {}).get("NewImage", {})
+    return bool(image.get(FANNED_OUT, {}).get("BOOL", False))
 
 
 def wait_idle(pump: StreamPump, timeout: float = 5.0) -> None:

@@ -1,4 +1,4 @@
-"""Local stand-in for the scheduled maintenance Lambda: calls the same handler on an interval."""
+"""Local stand-in for the scheduled maintenance Lambda: calls a handler on an interval."""
 
 from __future__ import annotations
 
@@ -11,8 +11,10 @@ log = logging.getLogger("metro.schedule")
 
 
 class Schedule:
-    def __init__(self, handler: Callable[[dict[str, Any], Any], Any], interval: float) -> None:
+    def __init__(self, handler: Callable[[dict[str, Any], Any], Any], interval: float,
+                 name: str = "maintenance") -> None:
         self._handler = handler
+        self._name = name
         self._interval = interval
         self._stop = threading.Event()
 
@@ -21,10 +23,10 @@ class Schedule:
             try:
                 self._handler({"source": "aws.events", "detail-type": "Scheduled Event"}, None)
             except Exception:
-                log.exception("maintenance run failed")
+                log.exception("%s run failed", self._name)
 
     def start(self) -> None:
-        threading.Thread(target=self.run, name="metro-schedule", daemon=True).start()
+        threading.Thread(target=self.run, name=f"metro-{self._name}", daemon=True).start()
 
     def stop(self) -> None:
         self._stop.set()

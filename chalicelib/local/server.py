@@ -88,6 +88,7 @@ class Stack:
         self.pump = StreamPump(self.config, handlers.fanout, interval=self.local.pump_interval)
         self.push_pump = PushPump(self.config, handlers.push, refresh=self.local.push_refresh)
         self.schedule = Schedule(handlers.maintenance, self.local.maintenance_interval)
+        self.sweep = Schedule(handlers.dead_letter_sweep, self.local.dead_letter_sweep_interval, "dead-letter-sweep")
         from app import app  # imported late: the app reads configuration when first used
 
         # As `chalice local` does: make current_request thread-local, since requests run concurrently.
@@ -100,6 +101,7 @@ class Stack:
         self.pump.start()
         self.push_pump.start()
         self.schedule.start()
+        self.sweep.start()
         endpoint = self.config.endpoint_url or "AWS"
         auth = "open: every caller is service_admin" if self.config.auth_mode == "open" else "keys required"
         print(f"Metro listening on http://{self.local.host}:{self.local.port} (AWS: {endpoint}; auth: {auth})",
@@ -110,6 +112,7 @@ class Stack:
         self.pump.stop()
         self.push_pump.stop()
         self.schedule.stop()
+        self.sweep.stop()
         threading.Thread(target=self.server.shutdown, daemon=True).start()
         self.server.server.server_close()
         if self.emulator is not None:

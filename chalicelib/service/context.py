@@ -14,6 +14,7 @@ from chalicelib.config import Config
 from chalicelib.core.ackids import AckIdCodec
 from chalicelib.core.ids import IdSource
 from chalicelib.store.identity import IdentityStore
+from chalicelib.store.last_attempts import LastAttemptStore
 from chalicelib.store.leases import ExactLeases, SkipStore
 from chalicelib.store.log import MessageLog
 from chalicelib.store.mappings import MappingStore
@@ -39,6 +40,7 @@ class Context:
     usage: UsageStore
     identity: IdentityStore
     schemas: SchemaStore
+    last_attempts: LastAttemptStore
     clock: Clock = time.time
     ids: IdSource = field(default_factory=IdSource)
 
@@ -52,4 +54,5 @@ class Context:
                    exact=ExactLeases(config), skips=SkipStore(config),
                    push=PushStore(config), mappings=MappingStore(config), usage=UsageStore(config),
                    identity=IdentityStore(config), schemas=SchemaStore(config),
+                   last_attempts=LastAttemptStore(config),
                    clock=clock, ids=ids or IdSource())

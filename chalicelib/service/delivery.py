@@ -96,12 +96,13 @@ class Steps:
     def due_for_dead_letter(rec: SubscriptionRecord, deliveries: Sequence[Delivery]) -> list[Delivery]:
         return [d for d in deliveries if d.env is not None and past_max_attempts(rec, d.attempt)]
 
-    def dead_letter(self, rec: SubscriptionRecord, due: Sequence[Delivery]) -> DeadLettered:
-        """Forward messages past maxDeliveryAttempts (their bodies fetched) to the dead-letter topic."""
+    def dead_letter(self, rec: SubscriptionRecord, due: Sequence[Delivery], ended: bool = False) -> DeadLettered:
+        """Forward messages past maxDeliveryAttempts (their bodies fetched) to the dead-letter topic: due for
+        one attempt more, or (``ended``) at the end of their last attempt."""
         out = DeadLettered()
         for d in due:
             assert d.env is not None and d.data is not None
-            forwarded = self.dead_letters.forward(rec, d.env, d.data, d.attempt - 1)
+            forwarded = self.dead_letters.forward(rec, d.env, d.data, d.attempt if ended else d.attempt - 1)
             (out.removed if forwarded.removes else out.parked).append(d)
         return out
 

@@ -24,6 +24,7 @@ from chalicelib.core.timefmt import format_timestamp, parse_timestamp
 from chalicelib.service.context import Context
 from chalicelib.service.deadletter import parked_seconds
 from chalicelib.service.delivery import Delivery, Steps, decode
+from chalicelib.service.last_attempts import LastAttempts
 from chalicelib.service.publish import PublishService
 
 LINGER_STEP_SECONDS = 0.01
@@ -34,6 +35,7 @@ class PullService:
                  sleep: Callable[[float], None] = time.sleep) -> None:
         self.ctx = ctx
         self.steps = Steps(ctx, PublishService(ctx).append)
+        self.last_attempts = LastAttempts(ctx, self.steps)
         self.monotonic = monotonic
         self.sleep = sleep
 
@@ -57,9 +59,10 @@ class PullService:
             deliveries = self._claim(rec, lease_id, deliveries)
         if not deliveries:
             return PullResponse()
-        later = [(d.receipt, v) for d in deliveries if (v := redelivery_visibility(rec, d.attempt)) is not None]
+        later = {d.receipt: v for d in deliveries if (v := redelivery_visibility(rec, d.attempt)) is not None}
+        later.update(self.last_attempts.remember(rec, deliveries))  # last attempts: their deadline plus a grace
         if later:  # redeliveries: a longer backoff after their expiry
-            self.ctx.queues.change_visibility_batch(rec.queue_url, later)
+            self.ctx.queues.change_visibility_batch(rec.queue_url, list(later.items()))
         self._require_bodies(deliveries)
         return PullResponse(tuple(self._received(name, rec, lease_id, d) for d in deliveries))
 
@@ -198,9 +201,12 @@ class PullService:
         good, failed = self._settle(rec, acks, lambda a: self.ctx.exact.extend(name.path, a.message_id, a.lease_id,
                                                                                until, now))
         # A nack (deadline 0) redelivers at once, or after the retry policy's backoff; a new deadline keeps
-        # the backoff that follows its expiry.
-        changes = [(a.receipt, expiry_visibility(rec, seconds, a.attempt) if seconds else nack_delay(rec, a.attempt))
-                   for a in good]
+        # the backoff that follows its expiry. A nacked last attempt goes to the dead-letter topic now.
+        if seconds:
+            last = self.last_attempts.extended(rec, good, seconds)
+            changes = [(a.receipt, last.get(a.receipt) or expiry_visibility(rec, seconds, a.attempt)) for a in good]
+        else:
+            changes = [(a.receipt, nack_delay(rec, a.attempt)) for a in self.last_attempts.nacked(rec, good)]
         if changes:
             self.ctx.queues.change_visibility_batch(rec.queue_url, changes)
         self._raise_failures(failed)

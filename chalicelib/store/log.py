@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from chalicelib.store.aws import Item
 
 _MISSING = ("NoSuchKey", "404")
+FANNED_OUT = "fo"  # the log item's mark: publish enqueued it for every subscription
 
 
 def entry_item(entry: LogEntry) -> Item:
@@ -33,7 +34,7 @@ def entry_item(entry: LogEntry) -> Item:
         "ttl": {"N": str(entry.expires)},
     }
     if entry.fanned:
-        item["fo"] = {"BOOL": True}
+        item[FANNED_OUT] = {"BOOL": True}
     return item
 
 
@@ -48,7 +49,7 @@ def entry_from_item(item: Mapping[str, Mapping[str, Any]]) -> LogEntry:
         size=int(item["bytes"]["N"]),
         publish_time=item["pt"]["S"],
         expires=int(item["ttl"]["N"]),
-        fanned=bool(item.get("fo", {}).get("BOOL", False)),
+        fanned=bool(item.get(FANNED_OUT, {}).get("BOOL", False)),
     )
 
 
