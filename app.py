@@ -86,6 +86,22 @@ def user(user: str) -> Response:
     return routes.user(_request(), user)
 
 
+# --- AMS's operational routes ---
+@app.route(paths.STATUS, methods=_ALL, content_types=CONTENT_TYPES)
+def status() -> Response:
+    return routes.operation(_request(), paths.STATUS)
+
+
+@app.route(paths.VERSION, methods=_ALL, content_types=CONTENT_TYPES)
+def version() -> Response:
+    return routes.operation(_request(), paths.VERSION)
+
+
+@app.route(paths.SERVICE_METRICS, methods=_ALL, content_types=CONTENT_TYPES)
+def service_metrics() -> Response:
+    return routes.operation(_request(), paths.SERVICE_METRICS)
+
+
 @app.schedule(Rate(1, unit=Rate.HOURS), name="maintenance")
 def maintenance(event: Any) -> dict[str, Any]:
     return handlers.maintenance(event.to_dict(), event.context)

@@ -123,6 +123,9 @@ class LocalConfig:
     # Patch the in-process moto server's SQS clock (chalicelib/local/moto_speedups.py): same behaviour, faster.
     moto_speedup: bool = field(default_factory=lambda: _env("METRO_MOTO_SPEEDUP", "1") not in ("0", "false"))
     maintenance_interval: float = field(default_factory=lambda: float(_env("METRO_MAINTENANCE_INTERVAL", "60")))
+    # The AMS dialect's HTTPS endpoint (argo-ams-library only speaks https) and where its certificate is kept.
+    ams_port: int = field(default_factory=lambda: int(_env("METRO_AMS_PORT", "8443")))
+    ams_cert_dir: str = field(default_factory=lambda: _env("METRO_AMS_CERT_DIR", ".metro/tls"))
 
 
 def load() -> Config:

@@ -11,6 +11,7 @@ from chalicelib import config
 from chalicelib.service.access import AccessService
 from chalicelib.service.accounts import AccountService
 from chalicelib.service.admin import AdminService
+from chalicelib.service.ams import AmsService
 from chalicelib.service.context import Context
 from chalicelib.service.publish import PublishService
 from chalicelib.service.pull import PullService
@@ -30,12 +31,13 @@ class Services:
     usage: UsageService
     access: AccessService
     accounts: AccountService
+    ams: AmsService
 
     @classmethod
     def build(cls, ctx: Context) -> Services:
-        access = AccessService(ctx)
-        return cls(ctx, AdminService(ctx), PublishService(ctx), PullService(ctx), UsageService(ctx), access,
-                   AccountService(ctx, access))
+        access, admin = AccessService(ctx), AdminService(ctx)
+        return cls(ctx, admin, PublishService(ctx), PullService(ctx), UsageService(ctx), access,
+                   AccountService(ctx, access), AmsService(ctx, admin))
 
 
 def check_secrets(cfg: config.Config) -> None:

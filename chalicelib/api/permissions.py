@@ -30,6 +30,9 @@ MEMBERS = "/v1/projects/{project}/members"
 MEMBER = "/v1/projects/{project}/members/{user}"
 USERS = "/v1/users"
 USER = "/v1/users/{user}"
+STATUS = "/v1/status"
+VERSION = "/v1/version"
+SERVICE_METRICS = "/v1/metrics"
 
 # What an action applies to: nothing (service-wide), a project, or a topic or subscription of a project.
 SERVICE = "service"
@@ -95,6 +98,7 @@ PERMISSIONS: Mapping[str, Mapping[tuple[str, str], Rule]] = {
         ("POST", "modifyPushConfig"): _SUB_ADMIN,
         ("POST", "detach"): _SUB_ADMIN,
         ("GET", "metrics"): _READ_SUB,
+        ("POST", "verifyPushEndpoint"): _SUB_ADMIN,
         ("GET", "acl"): _SUB_ADMIN,
         ("POST", "modifyAcl"): _SUB_ADMIN,
         ("GET", "getIamPolicy"): _SUB_ADMIN,
@@ -119,6 +123,9 @@ PERMISSIONS: Mapping[str, Mapping[tuple[str, str], Rule]] = {
         ("DELETE", ""): _SERVICE_ADMIN,
         ("POST", "refreshToken"): _SERVICE_ADMIN,
     },
+    STATUS: {("GET", ""): _PUBLIC},
+    VERSION: {("GET", ""): _PUBLIC},
+    SERVICE_METRICS: {("GET", ""): _SERVICE_ADMIN},
 }
 
 

@@ -6,6 +6,7 @@ import json
 import logging
 import os
 import threading
+from pathlib import Path
 from typing import Any
 
 from chalice.config import Config as ChaliceConfig
@@ -95,11 +96,20 @@ class Stack:
         app.__class__ = CustomLocalChalice
         self.server = LocalDevServer(app, ChaliceConfig(chalice_stage="local"), self.local.host, self.local.port,
                                      handler_cls=RequestHandler)
+        from chalicelib.local.ams_server import ams_server
+        from chalicelib.local.tls import ensure_certificate
+
+        self.ams_cert, ams_key = ensure_certificate(Path(self.local.ams_cert_dir).resolve())
+        self.ams = ams_server(app, self.local.host, self.local.ams_port, self.ams_cert, ams_key)
 
     def serve(self) -> None:
         self.pump.start()
         self.push_pump.start()
         self.schedule.start()
+        threading.Thread(target=self.ams.server.serve_forever, kwargs={"poll_interval": 0.2}, name="ams",
+                         daemon=True).start()
+        print(f"Metro AMS dialect on https://{self.local.host}:{self.local.ams_port} (certificate: {self.ams_cert})",
+              flush=True)
         endpoint = self.config.endpoint_url or "AWS"
         auth = "open: every caller is service_admin" if self.config.auth_mode == "open" else "keys required"
         print(f"Metro listening on http://{self.local.host}:{self.local.port} (AWS: {endpoint}; auth: {auth})",
@@ -111,6 +121,8 @@ class Stack:
         self.push_pump.stop()
         self.schedule.stop()
         threading.Thread(target=self.server.shutdown, daemon=True).start()
+        threading.Thread(target=self.ams.shutdown, daemon=True).start()
         self.server.server.server_close()
+        self.ams.server.server_close()
         if self.emulator is not None:
             self.emulator.stop()
