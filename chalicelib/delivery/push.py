@@ -24,9 +24,10 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from chalicelib.core.backoff import NACK_FLOOR, PushThrottle, ThrottleState
 from chalicelib.core.records import SubscriptionRecord
-from chalicelib.delivery import lanes
-from chalicelib.delivery.push_request import Item, Poster, build_request, http_post
+from chalicelib.delivery import ams_batches, lanes
+from chalicelib.delivery.push_request import Item, Poster, build_batch_request, build_request, http_post
 from chalicelib.delivery.scheduler import ACKED, Batch, Clock, Outcome, Scheduler
+from chalicelib.service.ams import push_ready
 from chalicelib.service.context import Context
 from chalicelib.service.deadletter import parked_seconds
 from chalicelib.service.delivery import Delivery, Steps, SubscriptionCache, decode
@@ -128,7 +129,7 @@ class PushDelivery:
         """Outcomes for the messages that never reach the endpoint; the scheduler pushes the lanes."""
         rec = batch.rec
         assert rec.spec.push_config is not None
-        if not endpoint_allowed(self.ctx.config, rec.spec.push_config.push_endpoint):
+        if not (endpoint_allowed(self.ctx.config, rec.spec.push_config.push_endpoint) and push_ready(self.ctx, rec)):
             batch.results.update({d.key: Outcome(False, rec.spec.ack_deadline) for d in batch.deliveries})
             return
         sorted_ = lanes.sort(rec, batch.deliveries)
@@ -141,7 +142,9 @@ class PushDelivery:
             out = self.steps.dead_letter(rec, sorted_.dead)
             batch.results.update({d.key: ACKED for d in out.removed})
             batch.results.update({d.key: Outcome(False, parked_seconds(self.ctx)) for d in out.parked})
-        self.scheduler.run(batch, sorted_.lanes)
+        size = ams_batches.chunk_size(rec)
+        self.scheduler.run(batch, ams_batches.group(batch, sorted_.lanes, size) if size > 1 else sorted_.lanes)
+        ams_batches.spread(batch)
 
     def _push_one(self, batch: Batch, d: Delivery) -> int | None:
         rec = batch.rec
@@ -153,8 +156,13 @@ class PushDelivery:
                                pc.oidc_token.audience or pc.push_endpoint, self.ctx.clock())
             if token is None:
                 return None
-        item = Item(d.key, d.receipt, d.attempt, d.group, d.env, d.data, d.skips)
-        body, headers = build_request(rec, item, token)
+        chunk = batch.chunks.get(d.key)
+        if chunk is not None:
+            items = [Item(c.key, c.receipt, c.attempt, c.group, c.env, c.data, c.skips) for c in chunk]
+            body, headers = build_batch_request(rec, items, token)
+        else:
+            body, headers = build_request(rec, Item(d.key, d.receipt, d.attempt, d.group, d.env, d.data, d.skips),
+                                          token)
         elapsed = self.monotonic() - batch.started
         return self._post(pc.push_endpoint, body, headers, max(0.5, batch.timeout - elapsed))
 
