@@ -123,8 +123,8 @@ PERMISSIONS: Mapping[str, Mapping[tuple[str, str], Rule]] = {
         ("DELETE", ""): _SERVICE_ADMIN,
         ("POST", "refreshToken"): _SERVICE_ADMIN,
     },
-    STATUS: {("GET", ""): _PUBLIC},
-    VERSION: {("GET", ""): _PUBLIC},
+    STATUS: {("GET", ""): Rule(Action.AUTHENTICATED, SERVICE)},
+    VERSION: {("GET", ""): Rule(Action.AUTHENTICATED, SERVICE)},
     SERVICE_METRICS: {("GET", ""): _SERVICE_ADMIN},
 }
 

@@ -118,6 +118,7 @@ PROBES: dict[tuple[str, str, str], Probe] = {
     (P.SUBSCRIPTION, "POST", "modifyPushConfig"): Probe(sub("modifyPushConfig", "s-ghost"), "project_admin", 404, {}),
     (P.SUBSCRIPTION, "POST", "detach"): Probe(sub("detach", "s-ghost"), "project_admin", 404, {}),
     (P.SUBSCRIPTION, "GET", "metrics"): Probe(sub("metrics"), "read_subscriptions", 200),
+    (P.SUBSCRIPTION, "POST", "verifyPushEndpoint"): Probe(sub("verifyPushEndpoint"), "project_admin", 400, {}),
     (P.SUBSCRIPTION, "POST", "testIamPermissions"): Probe(sub("testIamPermissions"), "project_member", 200,
                                                           {"permissions": ["pubsub.subscriptions.consume"]}),
     (P.MEMBERS, "GET", ""): Probe("/v1/projects/{p}/members", "project_admin", 200),
@@ -139,6 +140,10 @@ PROBES: dict[tuple[str, str, str], Probe] = {
 for (method, verb), (status, body) in ACL_PROBES.items():
     PROBES[(P.TOPIC, method, verb)] = Probe(topic(verb), "project_admin", status, body)
     PROBES[(P.SUBSCRIPTION, method, verb)] = Probe(sub(verb), "project_admin", status, body)
+
+PROBES[(P.STATUS, "GET", "")] = Probe("/v1/status", "authenticated", 200, project=OWN)
+PROBES[(P.VERSION, "GET", "")] = Probe("/v1/version", "authenticated", 200, project=OWN)
+PROBES[(P.SERVICE_METRICS, "GET", "")] = Probe("/v1/metrics", "service_admin", 200, project=OWN)
 
 ENTRIES = sorted((route, method, verb) for route, rules in P.PERMISSIONS.items() for (method, verb) in rules)
 
