@@ -14,6 +14,8 @@ from chalicelib.service.admin import AdminService
 from chalicelib.service.context import Context
 from chalicelib.service.publish import PublishService
 from chalicelib.service.pull import PullService
+from chalicelib.service.seek import SeekService
+from chalicelib.service.snapshots import SnapshotService
 from chalicelib.service.usage import UsageService
 from chalicelib.store.secrets import load_secrets
 
@@ -30,12 +32,14 @@ class Services:
     usage: UsageService
     access: AccessService
     accounts: AccountService
+    seek: SeekService
+    snapshots: SnapshotService
 
     @classmethod
     def build(cls, ctx: Context) -> Services:
         access = AccessService(ctx)
         return cls(ctx, AdminService(ctx), PublishService(ctx), PullService(ctx), UsageService(ctx), access,
-                   AccountService(ctx, access))
+                   AccountService(ctx, access), SeekService(ctx), SnapshotService(ctx))
 
 
 def check_secrets(cfg: config.Config) -> None:
