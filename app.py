@@ -60,6 +60,21 @@ def subscription(project: str, subscription: str) -> Response:
     return routes.subscription(_request(), project, subscription)
 
 
+@app.route(paths.SNAPSHOTS, methods=_ALL, content_types=CONTENT_TYPES)
+def list_snapshots(project: str) -> Response:
+    return routes.list_resources(_request(), project, "snapshots")
+
+
+@app.route(paths.SNAPSHOT, methods=_ALL, content_types=CONTENT_TYPES)
+def snapshot(project: str, snapshot: str) -> Response:
+    return routes.snapshot(_request(), project, snapshot)
+
+
+@app.route(paths.TOPIC_SNAPSHOTS, methods=_ALL, content_types=CONTENT_TYPES)
+def topic_snapshots(project: str, topic: str) -> Response:
+    return routes.topic_snapshots(_request(), project, topic)
+
+
 # --- identity: AMS's projects, project members and users ---
 @app.route(paths.PROJECTS, methods=_ALL, content_types=CONTENT_TYPES)
 def projects() -> Response:

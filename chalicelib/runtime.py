@@ -15,6 +15,8 @@ from chalicelib.service.ams import AmsService
 from chalicelib.service.context import Context
 from chalicelib.service.publish import PublishService
 from chalicelib.service.pull import PullService
+from chalicelib.service.seek import SeekService
+from chalicelib.service.snapshots import SnapshotService
 from chalicelib.service.usage import UsageService
 from chalicelib.store.secrets import load_secrets
 
@@ -31,13 +33,15 @@ class Services:
     usage: UsageService
     access: AccessService
     accounts: AccountService
+    seek: SeekService
+    snapshots: SnapshotService
     ams: AmsService
 
     @classmethod
     def build(cls, ctx: Context) -> Services:
         access, admin = AccessService(ctx), AdminService(ctx)
         return cls(ctx, admin, PublishService(ctx), PullService(ctx), UsageService(ctx), access,
-                   AccountService(ctx, access), AmsService(ctx, admin))
+                   AccountService(ctx, access), SeekService(ctx), SnapshotService(ctx), AmsService(ctx, admin))
 
 
 def check_secrets(cfg: config.Config) -> None:

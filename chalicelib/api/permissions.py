@@ -29,6 +29,9 @@ SUBSCRIPTION = "/v1/projects/{project}/subscriptions/{subscription}"
 MEMBERS = "/v1/projects/{project}/members"
 MEMBER = "/v1/projects/{project}/members/{user}"
 USERS = "/v1/users"
+SNAPSHOTS = "/v1/projects/{project}/snapshots"
+SNAPSHOT = "/v1/projects/{project}/snapshots/{snapshot}"
+TOPIC_SNAPSHOTS = "/v1/projects/{project}/topics/{topic}/snapshots"
 USER = "/v1/users/{user}"
 STATUS = "/v1/status"
 VERSION = "/v1/version"
@@ -105,7 +108,18 @@ PERMISSIONS: Mapping[str, Mapping[tuple[str, str], Rule]] = {
         ("POST", "getIamPolicy"): _SUB_ADMIN,
         ("POST", "setIamPolicy"): _SUB_ADMIN,
         ("POST", "testIamPermissions"): Rule(Action.PROJECT_MEMBER, SUBSCRIPTIONS_KIND),
+        ("POST", "seek"): _CONSUME,
     },
+    # Snapshots have no ACL of their own: project admins manage them, whoever reads subscriptions reads them,
+    # and seeking to one is consuming from the subscription (the SUBSCRIPTION route's ``seek``).
+    SNAPSHOTS: {("GET", ""): Rule(Action.READ_SUBSCRIPTIONS, IN_PROJECT)},
+    SNAPSHOT: {
+        ("PUT", ""): _PROJECT_ADMIN,
+        ("GET", ""): Rule(Action.READ_SUBSCRIPTIONS, IN_PROJECT),
+        ("PATCH", ""): _PROJECT_ADMIN,
+        ("DELETE", ""): _PROJECT_ADMIN,
+    },
+    TOPIC_SNAPSHOTS: {("GET", ""): _READ_TOPIC},
     MEMBERS: {("GET", ""): _PROJECT_ADMIN},
     MEMBER: {
         ("GET", ""): _PROJECT_ADMIN,

@@ -15,7 +15,7 @@ from urllib.parse import unquote
 
 from chalice.app import Request, Response
 
-from chalicelib.api import account_handlers, ams_handlers, handlers, operations, permissions
+from chalicelib.api import account_handlers, ams_handlers, handlers, operations, permissions, snapshot_handlers
 from chalicelib.api.auth import authenticate, authorize
 from chalicelib.api.dialect import Dialect, dialect_of
 from chalicelib.api.handlers import Incoming, Result
@@ -105,8 +105,21 @@ def subscription(request: Request, project: str, segment: str) -> Response:
                   project=project, segment=segment)
 
 
+def snapshot(request: Request, project: str, segment: str) -> Response:
+    project = unquote(project)
+    return _serve(request, permissions.SNAPSHOT, snapshot_handlers.SNAPSHOT, _named(project, "snapshots"),
+                  project=project, segment=segment)
+
+
+def topic_snapshots(request: Request, project: str, segment: str) -> Response:
+    project = unquote(project)
+    return _serve(request, permissions.TOPIC_SNAPSHOTS, snapshot_handlers.TOPIC_SNAPSHOTS, _named(project, "topics"),
+                  project=project, segment=segment)
+
+
 _LISTS = {"topics": (permissions.TOPICS, {("GET", ""): handlers.COLLECTION["topics"]}),
-          "subscriptions": (permissions.SUBSCRIPTIONS, {("GET", ""): handlers.COLLECTION["subscriptions"]})}
+          "subscriptions": (permissions.SUBSCRIPTIONS, {("GET", ""): handlers.COLLECTION["subscriptions"]}),
+          "snapshots": (permissions.SNAPSHOTS, snapshot_handlers.SNAPSHOTS)}
 
 
 def list_resources(request: Request, project: str, collection: str) -> Response:
@@ -166,6 +179,9 @@ TABLES: Mapping[str, Mapping[tuple[str, str], object]] = {
     permissions.TOPIC_SUBSCRIPTIONS: handlers.TOPIC_SUBSCRIPTIONS,
     permissions.SUBSCRIPTIONS: _LISTS["subscriptions"][1],
     permissions.SUBSCRIPTION: _SUBSCRIPTION,
+    permissions.SNAPSHOTS: _LISTS["snapshots"][1],
+    permissions.SNAPSHOT: snapshot_handlers.SNAPSHOT,
+    permissions.TOPIC_SNAPSHOTS: snapshot_handlers.TOPIC_SNAPSHOTS,
     permissions.MEMBERS: account_handlers.MEMBERS,
     permissions.MEMBER: account_handlers.MEMBER,
     permissions.USERS: account_handlers.USERS,

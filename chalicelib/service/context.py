@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from chalicelib.config import Config
 from chalicelib.core.ackids import AckIdCodec
 from chalicelib.core.ids import IdSource
+from chalicelib.store.history import TopicHistory
 from chalicelib.store.identity import IdentityStore
 from chalicelib.store.leases import ExactLeases, SkipStore
 from chalicelib.store.log import MessageLog
@@ -20,6 +21,7 @@ from chalicelib.store.mappings import MappingStore
 from chalicelib.store.push_state import PushStore
 from chalicelib.store.queues import QueueStore
 from chalicelib.store.resources import ResourceStore
+from chalicelib.store.snapshots import SnapshotStore
 from chalicelib.store.usage import UsageStore
 
 Clock = Callable[[], float]
@@ -37,6 +39,8 @@ class Context:
     mappings: MappingStore
     usage: UsageStore
     identity: IdentityStore
+    history: TopicHistory
+    snapshots: SnapshotStore
     clock: Clock = time.time
     ids: IdSource = field(default_factory=IdSource)
 
@@ -46,8 +50,9 @@ class Context:
 
     @classmethod
     def from_config(cls, config: Config, clock: Clock = time.time, ids: IdSource | None = None) -> Context:
-        return cls(config=config, resources=ResourceStore(config), log=MessageLog(config), queues=QueueStore(config),
+        log = MessageLog(config)
+        return cls(config=config, resources=ResourceStore(config), log=log, queues=QueueStore(config),
                    exact=ExactLeases(config), skips=SkipStore(config),
                    push=PushStore(config), mappings=MappingStore(config), usage=UsageStore(config),
-                   identity=IdentityStore(config),
+                   identity=IdentityStore(config), history=TopicHistory(config, log), snapshots=SnapshotStore(config),
                    clock=clock, ids=ids or IdSource())

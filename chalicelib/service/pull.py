@@ -25,6 +25,7 @@ from chalicelib.service.context import Context
 from chalicelib.service.deadletter import parked_seconds
 from chalicelib.service.delivery import Delivery, Steps, decode
 from chalicelib.service.publish import PublishService
+from chalicelib.store.leases import exact_key
 
 LINGER_STEP_SECONDS = 0.01
 
@@ -103,7 +104,8 @@ class PullService:
         held: list[Delivery] = []
         deadline, expires = now + rec.spec.ack_deadline, int(now + rec.spec.retention_seconds)
         for d in deliveries:
-            state = self.ctx.exact.claim(rec.name, d.message_id, token, deadline, now, expires)
+            key = exact_key(rec.queue_gen, d.message_id)
+            state = self.ctx.exact.claim(rec.name, key, token, deadline, now, expires)
             if state == "ok":
                 keep.append(d)
             elif state == "acked":
@@ -184,7 +186,8 @@ class PullService:
     def acknowledge(self, name: Name, request: AcknowledgeRequest) -> Empty:
         rec, acks = self._open(name, request.ack_ids)
         now = self.ctx.clock()
-        good, failed = self._settle(rec, acks, lambda a: self.ctx.exact.ack(name.path, a.message_id, a.lease_id, now))
+        good, failed = self._settle(rec, acks, lambda a: self.ctx.exact.ack(
+            name.path, exact_key(a.queue_gen, a.message_id), a.lease_id, now))
         if good:
             self.ctx.queues.delete_batch(rec.queue_url, [a.receipt for a in good])
         self._raise_failures(failed)
@@ -195,8 +198,8 @@ class PullService:
         rec, acks = self._open(name, request.ack_ids)
         now = self.ctx.clock()
         until = now + seconds if seconds else now - 0.001
-        good, failed = self._settle(rec, acks, lambda a: self.ctx.exact.extend(name.path, a.message_id, a.lease_id,
-                                                                               until, now))
+        good, failed = self._settle(rec, acks, lambda a: self.ctx.exact.extend(
+            name.path, exact_key(a.queue_gen, a.message_id), a.lease_id, until, now))
         # A nack (deadline 0) redelivers at once, or after the retry policy's backoff; a new deadline keeps
         # the backoff that follows its expiry.
         changes = [(a.receipt, expiry_visibility(rec, seconds, a.attempt) if seconds else nack_delay(rec, a.attempt))

@@ -47,6 +47,7 @@ SEND_ROUNDS = 4  # entries that failed for a passing reason are sent again this 
 SEND_BACKOFF = 0.05
 _BACKLOG: tuple[QueueAttributeNameType, ...] = ("ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible")
 SQS_MAX_WAIT = 20
+DRAIN_MISSES = 3  # empty receives in a row (with messages still counted) before a drain stops
 SQS_MIN_RETENTION = 60
 SQS_MAX_RETENTION = 14 * 24 * 3600
 # SendMessageBatch calls of one fan-out run concurrently on this shared pool (botocore clients are thread-safe).
@@ -230,6 +231,29 @@ class QueueStore:
         except ClientError:
             return 0
         return sum(int(attrs.get(name, "0")) for name in _BACKLOG)
+
+    def drain(self, url: str, hold: int) -> Iterator[list[Received]]:
+        """Every visible message of a queue, ten per ReceiveMessage, each hidden for ``hold`` seconds.
+
+        Ends when a receive comes back empty and the queue counts no visible message (a short poll of a
+        standard queue may miss messages that are there). Messages leased by a subscriber are not visible.
+        """
+        misses = 0
+        while misses < DRAIN_MISSES:
+            batch = self.receive(url, SQS_BATCH, 0, hold)
+            if batch:
+                misses = 0
+                yield batch
+                continue
+            misses += 1
+            if self.visible(url) == 0:
+                return
+
+    def visible(self, url: str) -> int:
+        """Messages waiting to be received (SQS's approximate count)."""
+        with _queue_errors("SQS GetQueueAttributes"):
+            attrs = self._sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])
+        return int(attrs["Attributes"].get("ApproximateNumberOfMessages", "0"))
 
     def receive(self, url: str, max_messages: int, wait: int, visibility: int) -> list[Received]:
         with _queue_errors("ReceiveMessage"):

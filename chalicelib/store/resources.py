@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, TypeVar
 from botocore.exceptions import ClientError
 
 from chalicelib.config import Config
-from chalicelib.core.errors import AlreadyExists, NotFound
+from chalicelib.core.errors import Aborted, AlreadyExists, NotFound
 from chalicelib.core.models import Subscription, Topic
 from chalicelib.core.names import COLLECTIONS, Name
 from chalicelib.core.pagetokens import PageTokens
@@ -230,6 +230,30 @@ class ResourceStore:
             raise client_error(exc, "UpdateSubscription") from exc
         finally:  # a reader may have cached the old record while the write ran
             self._subs.drop(name.path)
+
+    def swap_queue(self, name: Name, rec: SubscriptionRecord, url: str, gen: int) -> SubscriptionRecord:
+        """Point the subscription and its topic index item at queue generation ``gen``, in one transaction,
+        only if it is still at ``rec``'s generation (else ABORTED: another seek won)."""
+        self._subs.drop(name.path)
+        values: Item = {":url": {"S": url}, ":gen": {"N": str(gen)}, ":old": {"N": str(rec.queue_gen)}}
+        ops: list[TransactWriteItemTypeDef] = [{"Update": {
+            "TableName": self._table, "Key": _sub_key(name), "ConditionExpression": "queue_gen = :old",
+            "UpdateExpression": "SET queue_url = :url, queue_gen = :gen", "ExpressionAttributeValues": values}}]
+        if rec.attached:
+            ops.append({"Update": {
+                "TableName": self._table, "Key": _index_key(rec.spec.topic, name.path),
+                "UpdateExpression": "SET queue_url = :url, queue_gen = :gen",
+                "ExpressionAttributeValues": {":url": values[":url"], ":gen": values[":gen"]}}})
+        try:
+            with aws_errors("Seek"):
+                self._ddb.transact_write_items(TransactItems=ops)
+        except ClientError as exc:
+            if _condition_failed(exc):
+                raise Aborted("The subscription changed during the seek; try again.") from None
+            raise client_error(exc, "Seek") from exc
+        finally:
+            self._subs.drop(name.path)
+        return SubscriptionRecord(rec.spec, rec.created, url, gen)
 
     def delete_subscription(self, name: Name, topic: str) -> None:
         self._subs.drop(name.path)

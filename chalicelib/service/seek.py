@@ -1,0 +1,181 @@
+"""Seek: make a subscription's messages unacknowledged again from a time or a snapshot (core/seek.py).
+
+A seek never purges a queue (SQS allows PurgeQueue once a minute, and a purge is not atomic): it fills a
+fresh queue generation with the messages the seek restores and then swaps it in, in one conditional write
+of the subscription and its topic index item (store/resources.swap_queue), then deletes the old queue.
+Ack ids carry their queue generation, so an ack id handed out before the seek can never acknowledge a
+message of the new generation (it is ignored), and exactly-once leases are kept per generation, so each
+restored message is delivered once per seek.
+
+Where the restored messages come from:
+
+- the topic's log (store/history.py: one Query page, then one GET per raw object on threads, or the
+  Parquet archive), when acknowledged messages are retained (``retainAckedMessages``, or a topic
+  ``messageRetentionDuration``) and for every snapshot; the log is read again from where the fill stopped
+  once the new generation is in place, so messages published meanwhile are in it too;
+- otherwise the seek works on the queue in place (no new generation: nothing comes back): its waiting
+  messages are received ten at a time and held, those published before the seek time are deleted and the
+  others handed back; messages a subscriber holds at that moment stay leased under their ack ids.
+
+Sends are SendMessageBatch calls packed within SQS's limits, concurrent on a standard queue and in order on
+a FIFO one, with the subscription's filter applied and small bodies inline as fan-out writes them.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from chalicelib.core import ids, names
+from chalicelib.core.errors import FailedPrecondition, Unavailable
+from chalicelib.core.names import Name
+from chalicelib.core.records import SubscriptionRecord
+from chalicelib.core.seek import Restore, earliest_retained, replays_acked
+from chalicelib.core.snapshots import SeekRequest, SeekResponse
+from chalicelib.service import push_config
+from chalicelib.service.backlog import hold_backlog, release
+from chalicelib.service.context import Context
+from chalicelib.service.enqueue import matches_filter, to_outgoing
+from chalicelib.store.push_state import queue_key
+from chalicelib.store.queues import Outgoing
+
+log = logging.getLogger("metro.seek")
+
+
+@dataclass(frozen=True)
+class SeekOutcome:
+    """What a seek did: the messages now unacknowledged in the subscription's new queue generation."""
+
+    restored: int
+    generation: int
+
+
+class SeekService:
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+
+    def seek(self, name: Name, request: SeekRequest) -> SeekResponse:
+        """``:seek`` as the API calls it: to a time or to a snapshot."""
+        if request.snapshot is not None:
+            self.seek_to_snapshot(name, request.snapshot)
+        else:
+            assert request.time is not None
+            self.seek_to_time(name, request.time)
+        return SeekResponse()
+
+    def seek_to_time(self, subscription: Name, when: float) -> SeekOutcome:
+        """Seek ``subscription`` to ``when`` (epoch seconds, UTC).
+
+        Afterwards every retained message of the subscription's topic published at or after ``when`` that
+        matches its filter is unacknowledged (delivered again), and every message published before it counts
+        as acknowledged. Acknowledged messages come back only when the subscription retains them
+        (``retainAckedMessages``) or its topic has a ``messageRetentionDuration``; otherwise the seek works on
+        the unacknowledged backlog: seeking forward drops its older part, seeking back restores nothing that
+        was acknowledged. A time before the retention window means the start of the window; a time in the
+        future drops the whole backlog. Ack ids handed out before the seek no longer acknowledge anything.
+
+        Raises NotFound (no such subscription), FailedPrecondition (detached, or its topic deleted) and
+        Aborted (another seek of the same subscription won the race).
+        """
+        rec = self._seekable(subscription)
+        topic = self.ctx.resources.get_topic(names.parse(rec.spec.topic, "topics"))
+        now = self.ctx.clock()
+        from_ms = int(when * 1000)
+        if topic is not None and replays_acked(rec.spec, topic.spec):
+            floor_ms = int(earliest_retained(rec.spec, topic.spec, rec.created, now) * 1000)
+            return self._from_log(subscription, rec, Restore(max(from_ms, floor_ms)), now)
+        return self._trim(rec, from_ms)
+
+    def seek_to_snapshot(self, subscription: Name, snapshot: Name) -> SeekOutcome:
+        """Seek ``subscription`` to ``snapshot``: its unacknowledged messages when the snapshot was taken and every
+        message published since (the filter applies) are unacknowledged afterwards, nothing else.
+
+        Raises NotFound (no such subscription or snapshot) and FailedPrecondition (the snapshot's topic is not
+        the subscription's).
+        """
+        rec = self._seekable(subscription)
+        now = self.ctx.clock()
+        snap = self.ctx.snapshots.get(snapshot, now)
+        if snap.spec.topic != rec.spec.topic:
+            raise FailedPrecondition(f"The snapshot {snapshot.path} is of topic {snap.spec.topic}, not of the "
+                                     f"subscription's topic {rec.spec.topic}.")
+        restore = Restore(snap.taken_ms, self.ctx.snapshots.backlog(snap))
+        return self._from_log(subscription, rec, restore, now)
+
+    # -- helpers ---------------------------------------------------------------------------------
+    def _seekable(self, name: Name) -> SubscriptionRecord:
+        rec = self.ctx.resources.require_subscription(name)
+        if not rec.attached:
+            raise FailedPrecondition(f"Subscription {name.path} is detached or its topic was deleted.")
+        return rec
+
+    def _new_generation(self, rec: SubscriptionRecord) -> SubscriptionRecord:
+        gen = self.ctx.ids.generation()
+        url = self.ctx.queues.create(rec.name, gen, rec.spec.enable_message_ordering, rec.spec.ack_deadline,
+                                     rec.spec.retention_seconds)
+        return SubscriptionRecord(rec.spec, rec.created, url, gen)
+
+    def _swap(self, name: Name, old: SubscriptionRecord, new: SubscriptionRecord) -> None:
+        try:
+            self.ctx.resources.swap_queue(name, old, new.queue_url, new.queue_gen)
+        except Exception:
+            self.ctx.queues.delete(new.queue_url)
+            raise
+        push_config.sync(self.ctx, old, new)
+
+    def _retire(self, name: Name, old: SubscriptionRecord, new: SubscriptionRecord) -> None:
+        if old.spec.is_push:  # the push index entry of the old queue (sync made the new one's)
+            self.ctx.push.forget(queue_key(old.queue_url), old.name)
+        self.ctx.queues.delete(old.queue_url)
+        log.info("seek of %s: queue generation %d replaces %d", name.path, new.queue_gen, old.queue_gen)
+
+    def _from_log(self, name: Name, old: SubscriptionRecord, restore: Restore, now: float) -> SeekOutcome:
+        new = self._new_generation(old)
+        try:
+            sent, last = self._replay(new, restore, restore.scan_from_ms, "", now)
+        except Exception:
+            self.ctx.queues.delete(new.queue_url)
+            raise
+        self._swap(name, old, new)
+        if last:  # what was published while the new generation filled (the log is written after fan-out)
+            more, _ = self._replay(new, restore, ids.publish_ms(last), last, self.ctx.clock())
+            sent += more
+        self._retire(name, old, new)
+        return SeekOutcome(sent, new.queue_gen)
+
+    def _replay(self, rec: SubscriptionRecord, restore: Restore, from_ms: int, after: str,
+                now: float) -> tuple[int, str]:
+        """Send the topic's retained messages that ``restore`` wants to ``rec``'s queue, a batch of publish
+        requests at a time; returns (messages sent, the last request id read)."""
+        sent, last = 0, after
+        inline_max = self.ctx.config.inline_max_bytes
+        for batch in self.ctx.history.messages(rec.spec.topic, from_ms, now):
+            out: list[Outgoing] = []
+            for request in batch:
+                if request.entry.request_id <= after:
+                    continue
+                last = request.entry.request_id
+                out.extend(to_outgoing(rec, request.entry, r.message, r.offset, inline_max) for r in request.messages
+                           if restore.wants(r.message.message_id) and matches_filter(rec, r.message.attributes))
+            sent += self._send(rec, out)
+        return sent, last
+
+    def _send(self, rec: SubscriptionRecord, out: list[Outgoing]) -> int:
+        if not out:
+            return 0
+        result = self.ctx.queues.send(rec.queue_url, out)
+        if result.failed:
+            raise Unavailable("The seek could not enqueue every message; try again.")
+        return len(out) - len(result.dropped)
+
+    def _trim(self, old: SubscriptionRecord, from_ms: int) -> SeekOutcome:
+        """Without retained acks: drop the waiting messages published before ``from_ms``, in place; the rest
+        stay where they are (each ordering key in its order) and messages leased by a subscriber stay leased."""
+        waiting = hold_backlog(self.ctx, old)
+        drop = [r for r, e in waiting if e is None or ids.publish_ms(e.message_id) < from_ms]
+        keep = [r for r, e in waiting if e is not None and ids.publish_ms(e.message_id) >= from_ms]
+        if drop:
+            self.ctx.queues.delete_batch(old.queue_url, [r.receipt for r in drop])
+        release(self.ctx, old, keep, waiting)
+        return SeekOutcome(len(keep), old.queue_gen)
+
