@@ -13,6 +13,7 @@ from chalicelib.service.accounts import AccountService
 from chalicelib.service.admin import AdminService
 from chalicelib.service.ams import AmsService
 from chalicelib.service.context import Context
+from chalicelib.service.offsets import OffsetService
 from chalicelib.service.publish import PublishService
 from chalicelib.service.pull import PullService
 from chalicelib.service.seek import SeekService
@@ -36,12 +37,14 @@ class Services:
     seek: SeekService
     snapshots: SnapshotService
     ams: AmsService
+    offsets: OffsetService
 
     @classmethod
     def build(cls, ctx: Context) -> Services:
-        access, admin = AccessService(ctx), AdminService(ctx)
+        access, admin, seek = AccessService(ctx), AdminService(ctx), SeekService(ctx)
         return cls(ctx, admin, PublishService(ctx), PullService(ctx), UsageService(ctx), access,
-                   AccountService(ctx, access), SeekService(ctx), SnapshotService(ctx), AmsService(ctx, admin))
+                   AccountService(ctx, access), seek, SnapshotService(ctx), AmsService(ctx, admin),
+                   OffsetService(ctx, admin, seek))
 
 
 def check_secrets(cfg: config.Config) -> None:

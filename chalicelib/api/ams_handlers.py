@@ -13,7 +13,7 @@ from typing import Any
 
 from chalicelib.api import handlers, permissions, requests
 from chalicelib.api.handlers import Handler, Incoming, Result
-from chalicelib.core import ams, names
+from chalicelib.core import ams, names, offsets
 from chalicelib.core.errors import InvalidArgument
 from chalicelib.core.fields import int_field
 from chalicelib.core.models import AmsPush, Subscription
@@ -122,10 +122,27 @@ def verify_push_endpoint(name: Name, incoming: Incoming) -> Result:
     return EMPTY
 
 
+def get_offsets(name: Name, incoming: Incoming) -> Result:
+    return services().offsets.offsets(name)
+
+
+def time_to_offset(name: Name, incoming: Incoming) -> Result:
+    return services().offsets.time_to_offset(name, offsets.time_ms(incoming.params.get("time", "")))
+
+
+def modify_offset(name: Name, incoming: Incoming) -> Result:
+    body = incoming.body if isinstance(incoming.body, dict) else {}
+    services().offsets.modify_offset(name, offsets.offset_value(body.get("offset")))
+    return EMPTY
+
+
 # -- tables ---------------------------------------------------------------------------------------------
 # AMS's verbs, served on both endpoints (api/routes.py adds them to Google's tables).
 SUBSCRIPTION_VERBS: Mapping[tuple[str, str], Handler] = {
     ("POST", "verifyPushEndpoint"): verify_push_endpoint,
+    ("GET", "offsets"): get_offsets,
+    ("GET", "timeToOffset"): time_to_offset,
+    ("POST", "modifyOffset"): modify_offset,
 }
 # (route, method, verb) -> the AMS dialect's handler where its shape differs from Google's.
 OVERRIDES: Mapping[tuple[str, str, str], Any] = {

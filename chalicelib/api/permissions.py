@@ -102,6 +102,9 @@ PERMISSIONS: Mapping[str, Mapping[tuple[str, str], Rule]] = {
         ("POST", "detach"): _SUB_ADMIN,
         ("GET", "metrics"): _READ_SUB,
         ("POST", "verifyPushEndpoint"): _SUB_ADMIN,
+        ("GET", "offsets"): _CONSUME,
+        ("GET", "timeToOffset"): _CONSUME,
+        ("POST", "modifyOffset"): _CONSUME,  # a seek, as Google's :seek
         ("GET", "acl"): _SUB_ADMIN,
         ("POST", "modifyAcl"): _SUB_ADMIN,
         ("GET", "getIamPolicy"): _SUB_ADMIN,

@@ -162,6 +162,7 @@ class Subscription(Wire):
     topic_message_retention_duration: str | None = None
     state: str | int | None = None
     ams_push: AmsPush | None = None
+    ams_offset_ms: int = 0  # where AMS's :modifyOffset last moved the subscription (core/offsets.py)
 
     _check_labels = field_validator("labels")(_labels)
 
@@ -211,6 +212,7 @@ class Subscription(Wire):
             else expiration,
             "state": "ACTIVE",
             "ams_push": None,
+            "ams_offset_ms": 0,
         })
 
 

@@ -17,6 +17,7 @@ from chalicelib.store.history import TopicHistory
 from chalicelib.store.identity import IdentityStore
 from chalicelib.store.leases import ExactLeases, SkipStore
 from chalicelib.store.log import MessageLog
+from chalicelib.store.log_bounds import LogBounds
 from chalicelib.store.mappings import MappingStore
 from chalicelib.store.push_state import PushStore
 from chalicelib.store.queues import QueueStore
@@ -41,6 +42,7 @@ class Context:
     identity: IdentityStore
     history: TopicHistory
     snapshots: SnapshotStore
+    bounds: LogBounds
     clock: Clock = time.time
     ids: IdSource = field(default_factory=IdSource)
 
@@ -55,4 +57,5 @@ class Context:
                    exact=ExactLeases(config), skips=SkipStore(config),
                    push=PushStore(config), mappings=MappingStore(config), usage=UsageStore(config),
                    identity=IdentityStore(config), history=TopicHistory(config, log), snapshots=SnapshotStore(config),
+                   bounds=LogBounds(config),
                    clock=clock, ids=ids or IdSource())

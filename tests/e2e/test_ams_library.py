@@ -5,6 +5,7 @@ generated authorization header and AMS's batch body; metrics; and a topic shared
 
 from __future__ import annotations
 
+import datetime
 import json
 import threading
 import time
@@ -307,3 +308,37 @@ def test_the_certificate_is_the_one_printed(ams: Ams) -> None:
     assert Path(ams.stack.ams_cert).read_text().startswith("-----BEGIN CERTIFICATE-----")
     with pytest.raises(requests.exceptions.SSLError):  # self-signed: without verify= the client refuses it
         requests.get(f"https://{ams.stack.ams_host}/v1/status", timeout=10)
+
+
+# -- offsets --------------------------------------------------------------------------------------------------
+def test_offsets_time_to_offset_and_modify_offset_replay_acknowledged_messages(ams: Ams) -> None:
+    v = ams.verify
+    boss, pub, con = ams.client("boss"), ams.client("pub"), ams.client("con")
+    topic = boss.topic("offset-topic", **v)
+    sub = topic.subscription("offset-sub", **v)
+    topic.acl(["pub"], **v)
+    sub.acl(["con"], **v)
+    empty = sub.offsets(**v)
+    assert empty["min"] <= empty["current"] == empty["max"]
+
+    sent = [pub.publish("offset-topic", [AmsMessage(data=f"m{i}")], **v)["messageIds"][0] for i in range(3)]
+    got = pull_until(lambda: con.pull_sub("offset-sub", num=10, return_immediately=True, **v), 3)
+    assert sorted(m.get_msgid() for _, m in got) == sorted(sent)
+    con.ack_sub("offset-sub", [ack for ack, _ in got], **v)
+    published_ms = [int(mid[:13]) for mid in sent]  # a Metro offset is a publish time in ms
+    after = sub.offsets(**v)
+    assert after["max"] == published_ms[-1] + 1 and after["current"] == after["max"]
+
+    second = datetime.datetime.fromtimestamp(published_ms[1] / 1000, tz=datetime.timezone.utc).replace(tzinfo=None)
+    offset = con.time_to_offset_sub("offset-sub", second, **v)
+    assert offset == published_ms[1]
+    moved = sub.offsets(move_to=offset, **v)  # the library's :modifyOffset, then :offsets
+    assert moved["current"] == offset and moved["max"] == after["max"]
+    again = pull_until(lambda: con.pull_sub("offset-sub", num=10, return_immediately=True, **v), 2)
+    assert sorted(m.get_msgid() for _, m in again) == sorted(sent[1:])  # acknowledged, and delivered again
+
+    denied(lambda: pub.getoffsets_sub("offset-sub", **v))  # offsets are the consumers'
+    denied(lambda: pub.modifyoffset_sub("offset-sub", offset, **v))
+    out_of_bounds = ams.call("POST", f"/v1/projects/{PROJECT}/subscriptions/offset-sub:modifyOffset", "con",
+                             {"offset": after["max"] + 10**9})
+    assert out_of_bounds.status_code == 400
