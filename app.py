@@ -75,6 +75,22 @@ def topic_snapshots(project: str, topic: str) -> Response:
     return routes.topic_snapshots(_request(), project, topic)
 
 
+# --- schemas ---
+@app.route(paths.SCHEMAS, methods=_ALL, content_types=CONTENT_TYPES)
+def schemas(project: str) -> Response:
+    return routes.schemas(_request(), project)
+
+
+@app.route(paths.SCHEMA, methods=_ALL, content_types=CONTENT_TYPES)
+def schema(project: str, schema: str) -> Response:
+    return routes.schema(_request(), project, schema)
+
+
+@app.route(paths.PROJECT_COLLECTION_VERB, methods=_ALL, content_types=CONTENT_TYPES)
+def project_collection_verb(project: str, collection: str) -> Response:
+    return routes.collection_verb(_request(), project, collection)
+
+
 # --- identity: AMS's projects, project members and users ---
 @app.route(paths.PROJECTS, methods=_ALL, content_types=CONTENT_TYPES)
 def projects() -> Response:

@@ -16,6 +16,8 @@ from chalicelib.service.context import Context
 from chalicelib.service.offsets import OffsetService
 from chalicelib.service.publish import PublishService
 from chalicelib.service.pull import PullService
+from chalicelib.service.schema_topics import TopicSchemas
+from chalicelib.service.schemas import SchemaService
 from chalicelib.service.seek import SeekService
 from chalicelib.service.snapshots import SnapshotService
 from chalicelib.service.usage import UsageService
@@ -38,13 +40,17 @@ class Services:
     snapshots: SnapshotService
     ams: AmsService
     offsets: OffsetService
+    schemas: SchemaService
+    topic_schemas: TopicSchemas
 
     @classmethod
     def build(cls, ctx: Context) -> Services:
         access, admin, seek = AccessService(ctx), AdminService(ctx), SeekService(ctx)
-        return cls(ctx, admin, PublishService(ctx), PullService(ctx), UsageService(ctx), access,
+        schemas = SchemaService(ctx)
+        topic_schemas = TopicSchemas(ctx, schemas.compiled)  # publish and validateMessage share compiled revisions
+        return cls(ctx, admin, PublishService(ctx, topic_schemas), PullService(ctx), UsageService(ctx), access,
                    AccountService(ctx, access), seek, SnapshotService(ctx), AmsService(ctx, admin),
-                   OffsetService(ctx, admin, seek))
+                   OffsetService(ctx, admin, seek), schemas, topic_schemas)
 
 
 def check_secrets(cfg: config.Config) -> None:

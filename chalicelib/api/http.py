@@ -27,7 +27,7 @@ CONTENT_TYPES = ["application/json", "application/json; charset=utf-8", "applica
 _ENUMS: dict[str, dict[str, int]] = {
     "state": {"STATE_UNSPECIFIED": 0, "ACTIVE": 1, "RESOURCE_ERROR": 2, "INGESTION_RESOURCE_ERROR": 2},
     "encoding": {"ENCODING_UNSPECIFIED": 0, "JSON": 1, "BINARY": 2},
-    "type": {"TYPE_UNSPECIFIED": 0, "PROTOCOL_BUFFER": 1, "AVRO": 2},
+    "type": {"TYPE_UNSPECIFIED": 0, "PROTOCOL_BUFFER": 1, "AVRO": 2, "JSON_SCHEMA": 3},
 }
 
 

@@ -32,6 +32,10 @@ USERS = "/v1/users"
 SNAPSHOTS = "/v1/projects/{project}/snapshots"
 SNAPSHOT = "/v1/projects/{project}/snapshots/{snapshot}"
 TOPIC_SNAPSHOTS = "/v1/projects/{project}/topics/{topic}/snapshots"
+SCHEMAS = "/v1/projects/{project}/schemas"
+SCHEMA = "/v1/projects/{project}/schemas/{schema}"
+# ``projects/{p}/schemas:validate`` arrives as one segment next to ``topics``, ``subscriptions``, ``schemas``, ...
+PROJECT_COLLECTION_VERB = "/v1/projects/{project}/{collection}"
 USER = "/v1/users/{user}"
 STATUS = "/v1/status"
 VERSION = "/v1/version"
@@ -53,6 +57,7 @@ class Rule:
 _PUBLIC = Rule(Action.PUBLIC, SERVICE)
 _SERVICE_ADMIN = Rule(Action.SERVICE_ADMIN, SERVICE)
 _PROJECT_ADMIN = Rule(Action.PROJECT_ADMIN, IN_PROJECT)
+_PROJECT_MEMBER = Rule(Action.PROJECT_MEMBER, IN_PROJECT)
 _TOPIC_ADMIN = Rule(Action.PROJECT_ADMIN, TOPICS_KIND)
 _SUB_ADMIN = Rule(Action.PROJECT_ADMIN, SUBSCRIPTIONS_KIND)
 _READ_TOPIC = Rule(Action.READ_TOPICS, TOPICS_KIND)
@@ -132,6 +137,17 @@ PERMISSIONS: Mapping[str, Mapping[tuple[str, str], Rule]] = {
         ("POST", "remove"): _PROJECT_ADMIN,
     },
     USERS: {("GET", ""): _SERVICE_ADMIN},
+    # Schemas belong to a project: any member reads and validates, its project_admin changes them.
+    SCHEMAS: {("GET", ""): _PROJECT_MEMBER, ("POST", ""): _PROJECT_ADMIN},
+    PROJECT_COLLECTION_VERB: {("POST", "validate"): _PROJECT_MEMBER, ("POST", "validateMessage"): _PROJECT_MEMBER},
+    SCHEMA: {
+        ("GET", ""): _PROJECT_MEMBER,
+        ("DELETE", ""): _PROJECT_ADMIN,
+        ("POST", "commit"): _PROJECT_ADMIN,
+        ("POST", "rollback"): _PROJECT_ADMIN,
+        ("GET", "listRevisions"): _PROJECT_MEMBER,
+        ("DELETE", "deleteRevision"): _PROJECT_ADMIN,
+    },
     USER: {
         ("GET", "profile"): Rule(Action.AUTHENTICATED, SERVICE),  # GET /v1/users/profile: the caller
         ("POST", ""): _SERVICE_ADMIN,

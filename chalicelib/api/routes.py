@@ -15,7 +15,15 @@ from urllib.parse import unquote
 
 from chalice.app import Request, Response
 
-from chalicelib.api import account_handlers, ams_handlers, handlers, operations, permissions, snapshot_handlers
+from chalicelib.api import (
+    account_handlers,
+    ams_handlers,
+    handlers,
+    operations,
+    permissions,
+    schema_handlers,
+    snapshot_handlers,
+)
 from chalicelib.api.auth import authenticate, authorize
 from chalicelib.api.dialect import Dialect, dialect_of
 from chalicelib.api.handlers import Incoming, Result
@@ -28,6 +36,7 @@ from chalicelib.api.http import (
     parse_body,
     split_segment,
 )
+from chalicelib.api.schema_requests import schema_ref
 from chalicelib.core import limits, names
 from chalicelib.core.identity import Principal
 from chalicelib.runtime import services
@@ -129,6 +138,27 @@ def list_resources(request: Request, project: str, collection: str) -> Response:
     return _serve(request, route, table, _same(project), project=project)
 
 
+# -- schemas ------------------------------------------------------------------------------------------
+def schemas(request: Request, project: str) -> Response:
+    project = unquote(project)
+    return _serve(request, permissions.SCHEMAS, schema_handlers.SCHEMAS, _same(project), project=project)
+
+
+def schema(request: Request, project: str, segment: str) -> Response:
+    project = unquote(project)
+    return _serve(request, permissions.SCHEMA, schema_handlers.SCHEMA, lambda rid: schema_ref(project, rid),
+                  project=project, segment=segment)
+
+
+def collection_verb(request: Request, project: str, segment: str) -> Response:
+    """``projects/{p}/schemas:validate`` and ``:validateMessage``; any other segment here is Google's 404."""
+    project = unquote(project)
+    if split_segment(segment)[0] != "schemas":
+        return not_found(request.method, request.context.get("path", ""))
+    return _serve(request, permissions.PROJECT_COLLECTION_VERB, schema_handlers.SCHEMAS_VERBS, _same(project),
+                  project=project, segment=segment)
+
+
 # -- projects, members, users (AMS) -----------------------------------------------------------------
 def project(request: Request, segment: str) -> Response:
     """``/v1/projects/{p}``: AMS's project CRUD, ``:metrics``, the push identities."""
@@ -187,6 +217,9 @@ TABLES: Mapping[str, Mapping[tuple[str, str], object]] = {
     permissions.USERS: account_handlers.USERS,
     permissions.USER: account_handlers.USER,
     **_OPERATIONS,
+    permissions.SCHEMAS: schema_handlers.SCHEMAS,
+    permissions.SCHEMA: schema_handlers.SCHEMA,
+    permissions.PROJECT_COLLECTION_VERB: schema_handlers.SCHEMAS_VERBS,
 }
 
 

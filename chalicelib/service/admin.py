@@ -23,16 +23,19 @@ from chalicelib.core.responses import Page
 from chalicelib.service import push_config, quotas
 from chalicelib.service.checks import check_subscription
 from chalicelib.service.context import Context
+from chalicelib.service.schema_topics import TopicSchemas
 
 
 class AdminService:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
         self.resources = ctx.resources
+        self.schemas = TopicSchemas(ctx)
 
     # -- topics ---------------------------------------------------------------------------
     def create_topic(self, name: Name, topic: Topic) -> Topic:
-        spec = topic.model_copy(update={"name": name.path, "state": None})
+        spec = topic.model_copy(update={"name": name.path, "state": None,
+                                        "schema_settings": self.schemas.checked(topic.schema_settings)})
         quotas.check_topic(self.ctx, name)
         return self.resources.create_topic(name, spec, self.ctx.clock()).spec
 
@@ -42,6 +45,8 @@ class AdminService:
     def patch_topic(self, name: Name, request: UpdateTopicRequest) -> Topic:
         rec = self.resources.require_topic(name)
         spec = rec.spec.model_copy(update={f: getattr(request.topic, f) for f in request.update_mask})
+        if "schema_settings" in request.update_mask:
+            spec = spec.model_copy(update={"schema_settings": self.schemas.checked(spec.schema_settings)})
         self.resources.put_topic(name, TopicRecord(spec, rec.created))
         return spec
 

@@ -22,6 +22,7 @@ from chalicelib.store.mappings import MappingStore
 from chalicelib.store.push_state import PushStore
 from chalicelib.store.queues import QueueStore
 from chalicelib.store.resources import ResourceStore
+from chalicelib.store.schemas import SchemaStore
 from chalicelib.store.snapshots import SnapshotStore
 from chalicelib.store.usage import UsageStore
 
@@ -43,6 +44,7 @@ class Context:
     history: TopicHistory
     snapshots: SnapshotStore
     bounds: LogBounds
+    schemas: SchemaStore
     clock: Clock = time.time
     ids: IdSource = field(default_factory=IdSource)
 
@@ -57,5 +59,5 @@ class Context:
                    exact=ExactLeases(config), skips=SkipStore(config),
                    push=PushStore(config), mappings=MappingStore(config), usage=UsageStore(config),
                    identity=IdentityStore(config), history=TopicHistory(config, log), snapshots=SnapshotStore(config),
-                   bounds=LogBounds(config),
+                   bounds=LogBounds(config), schemas=SchemaStore(config),
                    clock=clock, ids=ids or IdSource())

@@ -28,16 +28,20 @@ from chalicelib.core.responses import PublishResponse
 from chalicelib.core.timefmt import format_timestamp_us, parse_duration
 from chalicelib.service.context import Context
 from chalicelib.service.enqueue import enqueue
+from chalicelib.service.schema_topics import TopicSchemas
 
 log = logging.getLogger(__name__)
 
 
 class PublishService:
-    def __init__(self, ctx: Context) -> None:
+    def __init__(self, ctx: Context, schemas: TopicSchemas | None = None) -> None:
         self.ctx = ctx
+        self.schemas = schemas or TopicSchemas(ctx)
 
     def publish(self, topic: Name, request: PublishRequest) -> PublishResponse:
-        return PublishResponse(tuple(self.append(topic, request.messages)))
+        """Check the messages against the topic's schema, if it has one, then store them."""
+        messages = self.schemas.conforming(self.ctx.resources.cached_topic(topic).spec, request.messages)
+        return PublishResponse(tuple(self.append(topic, messages)))
 
     def append(self, topic: Name, messages: Sequence[NewMessage]) -> list[str]:
         """Store already validated messages as one publish request; returns their ids in order."""

@@ -73,6 +73,7 @@ def sub(verb: str = "", resource: str = SUB) -> str:
     return "/v1/projects/{p}/subscriptions/" + resource + (f":{verb}" if verb else "")
 
 
+SCHEMA = "/v1/projects/{p}/schemas/ghost-schema"
 BAD_MASK = {"updateMask": "no_such_field"}
 BAD_ROLE_POLICY = {"policy": {"bindings": [{"role": "roles/pubsub.viewer", "members": ["user:x"]}]}}
 ACL_PROBES = {
@@ -147,6 +148,19 @@ PROBES: dict[tuple[str, str, str], Probe] = {
     (P.USER, "DELETE", ""): Probe("/v1/users/nobody-here", "service_admin", 404, project=OWN),
     (P.USER, "POST", "refreshToken"): Probe("/v1/users/nobody-here:refreshToken", "service_admin", 404, {},
                                             project=OWN),
+    (P.SCHEMAS, "GET", ""): Probe("/v1/projects/{p}/schemas", "project_member", 200),
+    (P.SCHEMAS, "POST", ""): Probe("/v1/projects/{p}/schemas", "project_admin", 400, {}),  # no schemaId
+    (P.PROJECT_COLLECTION_VERB, "POST", "validate"): Probe("/v1/projects/{p}/schemas:validate", "project_member",
+                                                           400, {"schema": {"type": "AVRO", "definition": "{}"}}),
+    (P.PROJECT_COLLECTION_VERB, "POST", "validateMessage"): Probe(
+        "/v1/projects/{p}/schemas:validateMessage", "project_member", 404,
+        {"name": "projects/{p}/schemas/ghost-schema", "message": "e30=", "encoding": "JSON"}),
+    (P.SCHEMA, "GET", ""): Probe(SCHEMA, "project_member", 404),
+    (P.SCHEMA, "DELETE", ""): Probe(SCHEMA, "project_admin", 404),
+    (P.SCHEMA, "POST", "commit"): Probe(SCHEMA + ":commit", "project_admin", 400, {}),
+    (P.SCHEMA, "POST", "rollback"): Probe(SCHEMA + ":rollback", "project_admin", 400, {}),
+    (P.SCHEMA, "GET", "listRevisions"): Probe(SCHEMA + ":listRevisions", "project_member", 404),
+    (P.SCHEMA, "DELETE", "deleteRevision"): Probe(SCHEMA + ":deleteRevision?revisionId=abc", "project_admin", 404),
 }
 for (method, verb), (status, body) in ACL_PROBES.items():
     PROBES[(P.TOPIC, method, verb)] = Probe(topic(verb), "project_admin", status, body)
