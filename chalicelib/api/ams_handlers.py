@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from chalicelib.api import handlers, permissions, requests
+from chalicelib.api import ams_schemas, handlers, permissions, requests
 from chalicelib.api.handlers import Handler, Incoming, Result
 from chalicelib.core import ams, names, offsets
 from chalicelib.core.errors import InvalidArgument
 from chalicelib.core.fields import int_field
-from chalicelib.core.models import AmsPush, Subscription
+from chalicelib.core.models import AmsPush, Subscription, Topic
 from chalicelib.core.names import Name
 from chalicelib.core.records import SubscriptionRecord
 from chalicelib.core.responses import EMPTY
@@ -42,14 +42,25 @@ def _page_wire(field: str, items: list[Any], next_page_token: str) -> dict[str, 
 
 
 # -- topics ---------------------------------------------------------------------------------------------
+def topic_wire(topic: Topic) -> dict[str, Any]:
+    out = {"name": ams.ams_name(topic.name)}
+    if topic.schema_settings is not None and topic.schema_settings.schema_:
+        out["schema"] = topic.schema_settings.schema_
+    return out
+
+
 def create_topic(name: Name, incoming: Incoming) -> Result:
-    services().admin.create_topic(name, requests.topic_request(incoming.body or {}, name))
-    return {"name": ams.ams_name(name.path)}
+    """AMS's body is empty, or ``{"schema": "projects/p/schemas/s"}``."""
+    body = incoming.body or {}
+    if isinstance(body, dict) and set(body) == {"schema"}:
+        topic = Topic(schema_settings=ams_schemas.settings_for(body["schema"]))
+    else:
+        topic = requests.topic_request(body, name)
+    return topic_wire(services().admin.create_topic(name, topic))
 
 
 def get_topic(name: Name, incoming: Incoming) -> Result:
-    services().admin.get_topic(name)
-    return {"name": ams.ams_name(name.path)}
+    return topic_wire(services().admin.get_topic(name))
 
 
 def list_topics(project: str, incoming: Incoming) -> Result:
@@ -156,4 +167,6 @@ OVERRIDES: Mapping[tuple[str, str, str], Any] = {
     (permissions.SUBSCRIPTION, "POST", "pull"): pull,
     (permissions.SUBSCRIPTION, "POST", "modifyAckDeadline"): modify_ack_deadline,
     (permissions.SUBSCRIPTION, "POST", "modifyPushConfig"): modify_push_config,
+    (permissions.SCHEMA, "GET", ""): ams_schemas.get_schema,
+    (permissions.SCHEMAS, "GET", ""): ams_schemas.list_schemas,
 }

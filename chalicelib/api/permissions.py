@@ -86,6 +86,8 @@ PERMISSIONS: Mapping[str, Mapping[tuple[str, str], Rule]] = {
         ("DELETE", ""): _TOPIC_ADMIN,
         ("POST", "publish"): Rule(Action.PUBLISH, TOPICS_KIND),
         ("GET", "metrics"): _READ_TOPIC,
+        ("POST", "attachSchema"): _TOPIC_ADMIN,
+        ("POST", "detachSchema"): _TOPIC_ADMIN,
         ("GET", "acl"): _TOPIC_ADMIN,
         ("POST", "modifyAcl"): _TOPIC_ADMIN,
         ("GET", "getIamPolicy"): _TOPIC_ADMIN,
@@ -147,6 +149,9 @@ PERMISSIONS: Mapping[str, Mapping[tuple[str, str], Rule]] = {
         ("POST", "rollback"): _PROJECT_ADMIN,
         ("GET", "listRevisions"): _PROJECT_MEMBER,
         ("DELETE", "deleteRevision"): _PROJECT_ADMIN,
+        ("POST", ""): _PROJECT_ADMIN,  # AMS: create
+        ("PUT", ""): _PROJECT_ADMIN,  # AMS: update (a new revision)
+        ("POST", "validate"): _PROJECT_MEMBER,  # AMS: validate a message
     },
     USER: {
         ("GET", "profile"): Rule(Action.AUTHENTICATED, SERVICE),  # GET /v1/users/profile: the caller

@@ -18,6 +18,7 @@ from chalice.app import Request, Response
 from chalicelib.api import (
     account_handlers,
     ams_handlers,
+    ams_schemas,
     handlers,
     operations,
     permissions,
@@ -93,9 +94,12 @@ def _same(value: str) -> Callable[[str], str]:
 
 
 # -- Google's resources -----------------------------------------------------------------------------
+_TOPIC = {**handlers.TOPIC, **ams_schemas.TOPIC_VERBS}
+
+
 def topic(request: Request, project: str, segment: str) -> Response:
     project = unquote(project)
-    return _serve(request, permissions.TOPIC, handlers.TOPIC, _named(project, "topics"), project=project,
+    return _serve(request, permissions.TOPIC, _TOPIC, _named(project, "topics"), project=project,
                   segment=segment)
 
 
@@ -144,9 +148,12 @@ def schemas(request: Request, project: str) -> Response:
     return _serve(request, permissions.SCHEMAS, schema_handlers.SCHEMAS, _same(project), project=project)
 
 
+_SCHEMA = {**schema_handlers.SCHEMA, **ams_schemas.SCHEMA_VERBS}
+
+
 def schema(request: Request, project: str, segment: str) -> Response:
     project = unquote(project)
-    return _serve(request, permissions.SCHEMA, schema_handlers.SCHEMA, lambda rid: schema_ref(project, rid),
+    return _serve(request, permissions.SCHEMA, _SCHEMA, lambda rid: schema_ref(project, rid),
                   project=project, segment=segment)
 
 
@@ -205,7 +212,7 @@ TABLES: Mapping[str, Mapping[tuple[str, str], object]] = {
     permissions.PROJECTS: account_handlers.PROJECTS,
     permissions.PROJECT: account_handlers.PROJECT,
     permissions.TOPICS: _LISTS["topics"][1],
-    permissions.TOPIC: handlers.TOPIC,
+    permissions.TOPIC: _TOPIC,
     permissions.TOPIC_SUBSCRIPTIONS: handlers.TOPIC_SUBSCRIPTIONS,
     permissions.SUBSCRIPTIONS: _LISTS["subscriptions"][1],
     permissions.SUBSCRIPTION: _SUBSCRIPTION,
@@ -218,7 +225,7 @@ TABLES: Mapping[str, Mapping[tuple[str, str], object]] = {
     permissions.USER: account_handlers.USER,
     **_OPERATIONS,
     permissions.SCHEMAS: schema_handlers.SCHEMAS,
-    permissions.SCHEMA: schema_handlers.SCHEMA,
+    permissions.SCHEMA: _SCHEMA,
     permissions.PROJECT_COLLECTION_VERB: schema_handlers.SCHEMAS_VERBS,
 }
 

@@ -342,3 +342,32 @@ def test_offsets_time_to_offset_and_modify_offset_replay_acknowledged_messages(a
     out_of_bounds = ams.call("POST", f"/v1/projects/{PROJECT}/subscriptions/offset-sub:modifyOffset", "con",
                              {"offset": after["max"] + 10**9})
     assert out_of_bounds.status_code == 400
+
+
+# -- schemas --------------------------------------------------------------------------------------------------
+def test_schema_routes_and_attach_check_what_the_library_publishes(ams: Ams) -> None:
+    v = ams.verify
+    boss, pub = ams.client("boss"), ams.client("pub")
+    definition = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+    path = f"/v1/projects/{PROJECT}/schemas/person"
+    made = ams.call("POST", path, "boss", {"type": "json", "schema": definition})
+    assert made.status_code == 200, made.text
+    shown = made.json()
+    assert (shown["name"], shown["type"], shown["schema"]) == (f"projects/{PROJECT}/schemas/person", "json",
+                                                               definition)
+    assert ams.call("GET", path, "pub").json() == shown
+    assert ams.call("POST", path + ":validate", "pub", {"name": "ada"}).json() == {
+        "message": "Message validated successfully"}
+    assert ams.call("POST", path + ":validate", "pub", {"age": 3}).status_code == 400
+
+    boss.create_topic("schema-topic", **v)
+    boss.modifyacl_topic("schema-topic", ["pub"], **v)
+    attach = f"/v1/projects/{PROJECT}/topics/schema-topic:attachSchema"
+    assert ams.call("POST", attach, "pub", {"schema": f"projects/{PROJECT}/schemas/person"}).status_code == 403
+    assert ams.call("POST", attach, "boss", {"schema": f"projects/{PROJECT}/schemas/person"}).status_code == 200
+    assert boss.get_topic("schema-topic", **v)["schema"] == f"projects/{PROJECT}/schemas/person"
+    assert pub.publish("schema-topic", [AmsMessage(data=json.dumps({"name": "ada"}))], **v)["messageIds"]
+    denied(lambda: pub.publish("schema-topic", [AmsMessage(data=json.dumps({"age": 3}))], **v), 400)
+    assert ams.call("POST", f"/v1/projects/{PROJECT}/topics/schema-topic:detachSchema", "boss").status_code == 200
+    assert "schema" not in boss.get_topic("schema-topic", **v)
+    assert pub.publish("schema-topic", [AmsMessage(data=json.dumps({"age": 3}))], **v)["messageIds"]

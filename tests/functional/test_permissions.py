@@ -161,6 +161,11 @@ PROBES: dict[tuple[str, str, str], Probe] = {
     (P.SCHEMA, "POST", "rollback"): Probe(SCHEMA + ":rollback", "project_admin", 400, {}),
     (P.SCHEMA, "GET", "listRevisions"): Probe(SCHEMA + ":listRevisions", "project_member", 404),
     (P.SCHEMA, "DELETE", "deleteRevision"): Probe(SCHEMA + ":deleteRevision?revisionId=abc", "project_admin", 404),
+    (P.SCHEMA, "POST", ""): Probe(SCHEMA, "project_admin", 400, {"type": "xml"}),
+    (P.SCHEMA, "PUT", ""): Probe(SCHEMA, "project_admin", 404, {}),
+    (P.SCHEMA, "POST", "validate"): Probe(SCHEMA + ":validate", "project_member", 404, {}),
+    (P.TOPIC, "POST", "attachSchema"): Probe(topic("attachSchema"), "project_admin", 400, {}),
+    (P.TOPIC, "POST", "detachSchema"): Probe(topic("detachSchema", "t-ghost"), "project_admin", 404, {}),
 }
 for (method, verb), (status, body) in ACL_PROBES.items():
     PROBES[(P.TOPIC, method, verb)] = Probe(topic(verb), "project_admin", status, body)
