@@ -53,6 +53,8 @@ class Config:
     # Topic and subscription records are cached this long on the data path (publish, pull, ack) of a warm
     # process; a change made through another instance is seen after at most this delay. 0 = no cache.
     metadata_cache_seconds: float = field(default_factory=lambda: float(_env("METRO_METADATA_CACHE_SECONDS", "5")))
+    # Live usage counters: each process writes its tally at most this often (-1 turns them off; core/live.py).
+    counter_flush_seconds: float = field(default_factory=lambda: float(_env("METRO_COUNTER_FLUSH_SECONDS", "10")))
     # Publish enqueues into the subscriptions' queues itself (the stream fans out only what it could not).
     direct_fanout: bool = field(default_factory=lambda: _env("METRO_DIRECT_FANOUT", "1") not in ("0", "false"))
     # Topics with more subscriptions than this are fanned out by the stream handler, not by publish.

@@ -22,6 +22,7 @@ from typing import Any
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
+from chalicelib.core import live, names
 from chalicelib.core.backoff import NACK_FLOOR, PushThrottle, ThrottleState
 from chalicelib.core.records import SubscriptionRecord
 from chalicelib.delivery import ams_batches, lanes
@@ -106,6 +107,7 @@ class PushDelivery:
         self.steps.skipped(rec, [d for d in deliveries
                                  if d.key not in batch.pushed and not batch.results.get(d.key, ACKED).acked])
         self._settle(batch)
+        self._count(batch)
         try:  # the outcomes are settled: bookkeeping failures must not turn them into failures
             if batch.counted and _worth_saving(before, throttle.state):
                 self.ctx.push.save_throttle(rec.name, throttle.state)
@@ -165,6 +167,15 @@ class PushDelivery:
                                           token)
         elapsed = self.monotonic() - batch.started
         return self._post(pc.push_endpoint, body, headers, max(0.5, batch.timeout - elapsed))
+
+    def _count(self, batch: Batch) -> None:
+        """The batch's deliveries and acknowledgements, for the live counters (core/live.py)."""
+        pushed = [k for k in batch.pushed if k in batch.results]
+        if pushed:
+            name = names.parse(batch.rec.name, "subscriptions")
+            acked = sum(1 for k in pushed if batch.results[k].acked)
+            self.ctx.counters.add(name.project, f"sub#{name.id}", {live.DELIVERED: len(pushed), live.ACKED: acked},
+                                  self.ctx.clock())
 
     # -- settle -------------------------------------------------------------------------------------
     def _settle(self, batch: Batch) -> None:

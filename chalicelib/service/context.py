@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from chalicelib.config import Config
 from chalicelib.core.ackids import AckIdCodec
 from chalicelib.core.ids import IdSource
+from chalicelib.store.counters import CounterStore
 from chalicelib.store.history import TopicHistory
 from chalicelib.store.identity import IdentityStore
 from chalicelib.store.leases import ExactLeases, SkipStore
@@ -44,6 +45,7 @@ class Context:
     history: TopicHistory
     snapshots: SnapshotStore
     bounds: LogBounds
+    counters: CounterStore
     schemas: SchemaStore
     clock: Clock = time.time
     ids: IdSource = field(default_factory=IdSource)
@@ -59,5 +61,5 @@ class Context:
                    exact=ExactLeases(config), skips=SkipStore(config),
                    push=PushStore(config), mappings=MappingStore(config), usage=UsageStore(config),
                    identity=IdentityStore(config), history=TopicHistory(config, log), snapshots=SnapshotStore(config),
-                   bounds=LogBounds(config), schemas=SchemaStore(config),
+                   bounds=LogBounds(config), schemas=SchemaStore(config), counters=CounterStore(config),
                    clock=clock, ids=ids or IdSource())

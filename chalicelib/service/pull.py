@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 
-from chalicelib.core import limits
+from chalicelib.core import limits, live
 from chalicelib.core.ackids import AckId
 from chalicelib.core.errors import FailedPrecondition, InvalidArgument
 from chalicelib.core.names import Name
@@ -62,6 +62,7 @@ class PullService:
         if later:  # redeliveries: a longer backoff after their expiry
             self.ctx.queues.change_visibility_batch(rec.queue_url, later)
         self._require_bodies(deliveries)
+        self.ctx.counters.add(name.project, f"sub#{name.id}", {live.DELIVERED: len(deliveries)}, self.ctx.clock())
         return PullResponse(tuple(self._received(name, rec, lease_id, d) for d in deliveries))
 
     def _received(self, name: Name, rec: SubscriptionRecord, lease_id: str, d: Delivery) -> ReceivedMessage:
@@ -190,6 +191,7 @@ class PullService:
             name.path, exact_key(a.queue_gen, a.message_id), a.lease_id, now))
         if good:
             self.ctx.queues.delete_batch(rec.queue_url, [a.receipt for a in good])
+            self.ctx.counters.add(name.project, f"sub#{name.id}", {live.ACKED: len(good)}, now)
         self._raise_failures(failed)
         return Empty()
 

@@ -225,12 +225,7 @@ class QueueStore:
 
     def backlog(self, url: str) -> int:
         """Messages in the queue, waiting or leased (SQS's approximate counts); 0 if the queue is gone."""
-        try:
-            with aws_errors("SQS GetQueueAttributes", allow=_GONE):
-                attrs = self._sqs.get_queue_attributes(QueueUrl=url, AttributeNames=list(_BACKLOG))["Attributes"]
-        except ClientError:
-            return 0
-        return sum(int(attrs.get(name, "0")) for name in _BACKLOG)
+        return sum(self.counts(url))
 
     def drain(self, url: str, hold: int) -> Iterator[list[Received]]:
         """Every visible message of a queue, ten per ReceiveMessage, each hidden for ``hold`` seconds.
@@ -254,6 +249,15 @@ class QueueStore:
         with _queue_errors("SQS GetQueueAttributes"):
             attrs = self._sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])
         return int(attrs["Attributes"].get("ApproximateNumberOfMessages", "0"))
+
+    def counts(self, url: str) -> tuple[int, int]:
+        """(waiting, in flight): SQS's approximate counts of the queue; (0, 0) if the queue is gone."""
+        try:
+            with aws_errors("SQS GetQueueAttributes", allow=_GONE):
+                attrs = self._sqs.get_queue_attributes(QueueUrl=url, AttributeNames=list(_BACKLOG))["Attributes"]
+        except ClientError:
+            return 0, 0
+        return int(attrs.get(_BACKLOG[0], "0")), int(attrs.get(_BACKLOG[1], "0"))
 
     def receive(self, url: str, max_messages: int, wait: int, visibility: int) -> list[Received]:
         with _queue_errors("ReceiveMessage"):

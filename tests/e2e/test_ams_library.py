@@ -31,7 +31,8 @@ PROJECT = "ams-e2e"
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningStack]:
-    env = {"METRO_AUTH": "keys", "METRO_ADMIN_KEY": ADMIN_KEY, "METRO_PUSH_REFRESH_SECONDS": "0.2"}
+    env = {"METRO_AUTH": "keys", "METRO_ADMIN_KEY": ADMIN_KEY, "METRO_PUSH_REFRESH_SECONDS": "0.2",
+           "METRO_COUNTER_FLUSH_SECONDS": "0"}  # live counters written at once, so they can be read back
     running = start_stack(tmp_path_factory.mktemp("ams") / "metro.log", env)
     yield running
     running.stop()
@@ -256,17 +257,29 @@ def test_metrics_and_operational_routes(ams: Ams) -> None:
     boss = ams.client("boss")
     boss.create_topic("metrics-topic", **v)
     boss.create_sub("metrics-sub", "metrics-topic", **v)
-    boss.publish("metrics-topic", [AmsMessage(data="counted")], **v)
+    boss.publish("metrics-topic", [AmsMessage(data="counted"), AmsMessage(data="twice")], **v)
+    got = pull_until(lambda: boss.pull_sub("metrics-sub", num=1, return_immediately=True, **v), 1)
+    boss.ack_sub("metrics-sub", [got[0][0]], **v)
 
     def metric(path: str, name: str) -> Any:
         found = ams.call("GET", path, "boss").json()["metrics"]
         return next(m for m in found if m["metric"] == name)
 
-    sub_metric = metric(f"/v1/projects/{PROJECT}/subscriptions/metrics-sub:metrics",
-                        "subscription.number_of_undelivered_messages")
-    assert sub_metric["resource_name"] == "metrics-sub" and sub_metric["timeseries"][0]["value"] >= 0
-    assert metric(f"/v1/projects/{PROJECT}/topics/metrics-topic:metrics",
-                  "topic.number_of_subscriptions")["timeseries"][0]["value"] == 1
+    def value(path: str, name: str) -> Any:
+        return metric(path, name)["timeseries"][0]["value"]
+
+    sub_path = f"/v1/projects/{PROJECT}/subscriptions/metrics-sub:metrics"
+    assert metric(sub_path, "subscription.number_of_undelivered_messages")["resource_name"] == "metrics-sub"
+    assert value(sub_path, "subscription.number_of_delivered_messages") == 1
+    assert value(sub_path, "subscription.number_of_acknowledged_messages") == 1
+    assert (value(sub_path, "subscription.number_of_waiting_messages")
+            + value(sub_path, "subscription.number_of_inflight_messages")) == 1
+    assert metric(sub_path, "subscription.consumption_rate")["value_type"] == "float64"
+    topic_path = f"/v1/projects/{PROJECT}/topics/metrics-topic:metrics"
+    assert value(topic_path, "topic.number_of_subscriptions") == 1
+    assert value(topic_path, "topic.number_of_published_messages") == 2
+    assert value(topic_path, "topic.number_of_published_bytes") == len("counted") + len("twice")
+    assert value(f"/v1/projects/{PROJECT}:metrics", "project.number_of_users") == 4
     assert metric(f"/v1/projects/{PROJECT}:metrics", "project.number_of_topics")["timeseries"][0]["value"] >= 1
     admin = ams.client("admin")
     service = {m["metric"]: m["timeseries"][0]["value"] for m in admin.metrics(**v)["metrics"]}
