@@ -21,6 +21,7 @@ from argo_ams_library import AmsMessage, AmsServiceException, ArgoMessagingServi
 from google.cloud import pubsub_v1
 from google.oauth2.credentials import Credentials
 
+from tests.e2e.polling import pull_until
 from tests.stack import RunningStack, start_stack
 
 pytestmark = pytest.mark.e2e
@@ -73,14 +74,6 @@ def denied(call: Callable[[], Any], code: int = 403) -> None:
     with pytest.raises(AmsServiceException) as caught:
         call()
     assert caught.value.code == code
-
-
-def pull_until(pull: Callable[[], list[Any]], count: int, timeout: float = 20) -> list[Any]:
-    got: list[Any] = []
-    deadline = time.monotonic() + timeout
-    while len(got) < count and time.monotonic() < deadline:
-        got += pull()
-    return got
 
 
 def test_the_library_publishes_pulls_and_acknowledges_as_the_right_users(ams: Ams) -> None:
