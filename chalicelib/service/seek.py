@@ -149,11 +149,9 @@ class SeekService:
         requests at a time; returns (messages sent, the last request id read)."""
         sent, last = 0, after
         inline_max = self.ctx.config.inline_max_bytes
-        for batch in self.ctx.history.messages(rec.spec.topic, from_ms, now):
+        for batch in self.ctx.history.messages(rec.spec.topic, from_ms, now, after):
             out: list[Outgoing] = []
             for request in batch:
-                if request.entry.request_id <= after:
-                    continue
                 last = request.entry.request_id
                 out.extend(to_outgoing(rec, request.entry, r.message, r.offset, inline_max) for r in request.messages
                            if restore.wants(r.message.message_id) and matches_filter(rec, r.message.attributes))
