@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
 from tests.compat.conftest import PROJECT
 from tests.compat.test_emulator_compat import P, Pair, b64, new_id, pair, pull_until
 from tests.compat.test_emulator_compat import pytestmark as emulator_marks
