@@ -15,6 +15,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from rich.console import Console
+from rich.progress import Progress
+from rich.table import Table
+
 from bench import metro
 from bench.stack import BenchStack
 from chalicelib.store import aws
@@ -75,6 +79,42 @@ def run(stack: BenchStack, messages: int, on_progress: Callable[[int], None]) ->
         "targets": {"wall_s": TARGET_SECONDS, "overhead_requests_per_message": TARGET_OVERHEAD_PER_MESSAGE},
         "met": wall < TARGET_SECONDS and overhead / messages < TARGET_OVERHEAD_PER_MESSAGE and backlog == messages,
     }
+
+
+def count(wanted: set[str], quick: bool, requested: int) -> int:
+    """Messages of the seek run: ``requested`` (-1: 10,000, or 1,000 quick); 0 when ``--only`` leaves it out."""
+    if wanted and "seek" not in wanted:
+        return 0
+    return requested if requested >= 0 else 1000 if quick else 10_000
+
+
+def run_in(progress: Progress, stack: BenchStack, messages: int) -> dict[str, Any]:
+    """:func:`run` with a progress bar; nothing (an empty result) for 0 messages."""
+    if not messages:
+        return {}
+    task = progress.add_task(f"seek: publish {messages:,}, then seek", total=messages)
+    return run(stack, messages, lambda done: progress.update(task, completed=done))
+
+
+def print_result(console: Console, result: dict[str, Any]) -> None:
+    if result:
+        console.print(table(result))
+
+
+def table(result: dict[str, Any]) -> Table:
+    """The seek run as ``make bench`` prints it."""
+    out = Table(title=f"Seek back over {result['messages']:,} retained messages of 1 KiB (one call)")
+    for column in ("figure", "value", "target"):
+        out.add_column(column)
+    targets = result["targets"]
+    out.add_row("wall time of the seek call", f"{result['wall_s']} s", f"< {targets['wall_s']:g} s")
+    out.add_row("messages restored (queue backlog after)", f"{result['restored']:,}", f"{result['messages']:,}")
+    out.add_row("SendMessageBatch per message (the redelivery)", f"{result['redelivery_requests_per_message']}", "")
+    out.add_row("other AWS requests per message", f"{result['overhead_requests_per_message']}",
+                f"< {targets['overhead_requests_per_message']:g}")
+    out.add_row("AWS requests", ", ".join(f"{k} {v}" for k, v in result["aws_requests"].items()), "")
+    out.add_row("targets met", "yes" if result["met"] else "NO", "")
+    return out
 
 
 if __name__ == "__main__":
