@@ -92,6 +92,8 @@ def statements(names: StageNames, function: str) -> list[Statement]:
             _allow("Tables", ITEM_READ + ITEM_WRITE, [res, msg, lease]),
             _allow("Bodies", ["s3:GetObject", "s3:PutObject"], _objects(names, "raw/")),
             _allow("Archive", ["s3:GetObject"], _objects(names, "archive/")),
+            _allow("SnapshotBacklogs", ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"],
+                   _objects(names, "snapshots/")),
             _queues(names, QUEUE_DATA),
             _queues(names, QUEUE_ADMIN),
             *_push_mappings(names),

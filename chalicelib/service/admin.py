@@ -137,6 +137,8 @@ class AdminService:
             quotas.check_push(self.ctx, name)
         if spec.ack_deadline != rec.spec.ack_deadline:
             self.ctx.queues.set_visibility_default(rec.queue_url, spec.ack_deadline)
+        if spec.retention_seconds != rec.spec.retention_seconds:  # the queue keeps messages as long
+            self.ctx.queues.set_retention(rec.queue_url, spec.retention_seconds)
         new = rec.with_spec(spec)
         self.resources.put_subscription(name, new, old_topic=rec.spec.topic if rec.attached else None)
         push_config.sync(self.ctx, rec, new)

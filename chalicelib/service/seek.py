@@ -12,7 +12,8 @@ Where the restored messages come from:
 - the topic's log (store/history.py: one Query page, then one GET per raw object on threads, or the
   Parquet archive), when acknowledged messages are retained (``retainAckedMessages``, or a topic
   ``messageRetentionDuration``) and for every snapshot; the log is read again from where the fill stopped
-  once the new generation is in place, so messages published meanwhile are in it too;
+  once the new generation is in place, so messages published meanwhile are in it too, and the old queue's
+  messages of requests the log did not show yet (a publish that found the old queue) are moved over;
 - otherwise the seek works on the queue in place (no new generation: nothing comes back): its waiting
   messages are received ten at a time and held, those published before the seek time are deleted and the
   others handed back; messages a subscriber holds at that moment stay leased under their ack ids.
@@ -26,7 +27,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from chalicelib.core import ids, names
+from chalicelib.core import envelope, ids, names, sqs_limits
 from chalicelib.core.errors import FailedPrecondition, Unavailable
 from chalicelib.core.names import Name
 from chalicelib.core.records import SubscriptionRecord
@@ -36,7 +37,6 @@ from chalicelib.service import push_config
 from chalicelib.service.backlog import hold_backlog, release
 from chalicelib.service.context import Context
 from chalicelib.service.enqueue import matches_filter, to_outgoing
-from chalicelib.store.push_state import queue_key
 from chalicelib.store.queues import Outgoing
 
 log = logging.getLogger("metro.seek")
@@ -124,8 +124,6 @@ class SeekService:
         push_config.sync(self.ctx, old, new)
 
     def _retire(self, name: Name, old: SubscriptionRecord, new: SubscriptionRecord) -> None:
-        if old.spec.is_push:  # the push index entry of the old queue (sync made the new one's)
-            self.ctx.push.forget(queue_key(old.queue_url), old.name)
         self.ctx.queues.delete(old.queue_url)
         log.info("seek of %s: queue generation %d replaces %d", name.path, new.queue_gen, old.queue_gen)
 
@@ -137,11 +135,21 @@ class SeekService:
             self.ctx.queues.delete(new.queue_url)
             raise
         self._swap(name, old, new)
-        if last:  # what was published while the new generation filled (the log is written after fan-out)
-            more, _ = self._replay(new, restore, ids.publish_ms(last), last, self.ctx.clock())
-            sent += more
+        # What was published while the new generation filled (the log item is written after fan-out) ...
+        more, last = self._replay(new, restore, ids.publish_ms(last) if last else restore.scan_from_ms, last,
+                                  self.ctx.clock())
+        # ... and what a publish that read the topic's subscriptions before the swap sent to the old queue.
+        sent += more + self._rescue(old, new, restore, last)
         self._retire(name, old, new)
         return SeekOutcome(sent, new.queue_gen)
+
+    def _rescue(self, old: SubscriptionRecord, new: SubscriptionRecord, restore: Restore, last: str) -> int:
+        """Move the old queue's messages of requests after ``last`` (the log had no item for them yet) into the
+        new generation; the rest of the old queue goes with it."""
+        late = [e for _, e in hold_backlog(self.ctx, old)
+                if e is not None and ids.split_message_id(e.message_id)[0] > last and restore.wants(e.message_id)]
+        late.sort(key=lambda e: e.message_id)  # ids sort by publish time: each ordering key in its order
+        return self._send(new, [_outgoing(new, e) for e in late])
 
     def _replay(self, rec: SubscriptionRecord, restore: Restore, from_ms: int, after: str,
                 now: float) -> tuple[int, str]:
@@ -149,11 +157,9 @@ class SeekService:
         requests at a time; returns (messages sent, the last request id read)."""
         sent, last = 0, after
         inline_max = self.ctx.config.inline_max_bytes
-        for batch in self.ctx.history.messages(rec.spec.topic, from_ms, now):
+        for batch in self.ctx.history.messages(rec.spec.topic, from_ms, now, after):
             out: list[Outgoing] = []
             for request in batch:
-                if request.entry.request_id <= after:
-                    continue
                 last = request.entry.request_id
                 out.extend(to_outgoing(rec, request.entry, r.message, r.offset, inline_max) for r in request.messages
                            if restore.wants(r.message.message_id) and matches_filter(rec, r.message.attributes))
@@ -179,3 +185,12 @@ class SeekService:
         release(self.ctx, old, keep, waiting)
         return SeekOutcome(len(keep), old.queue_gen)
 
+
+
+def _outgoing(rec: SubscriptionRecord, env: envelope.Envelope) -> Outgoing:
+    """A queue message of ``rec`` carrying ``env`` as it is (inline body or S3 pointer)."""
+    body = envelope.encode(env)
+    if rec.spec.enable_message_ordering:
+        return Outgoing(body, group_id=sqs_limits.group_id(env.ordering_key, env.message_id),
+                        dedup_id=sqs_limits.safe_id(env.message_id))
+    return Outgoing(body)

@@ -66,11 +66,13 @@ class TopicHistory:
                 return
             args["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
 
-    def messages(self, topic: str, from_ms: int, now: float) -> Iterator[list[RequestMessages]]:
-        """Every retained message published from ``from_ms`` on, in batches of publish requests, in order."""
+    def messages(self, topic: str, from_ms: int, now: float, after: str = "") -> Iterator[list[RequestMessages]]:
+        """Every retained message published from ``from_ms`` on (of requests after the request id ``after``), in
+        batches of publish requests, in order."""
         for page in self.entries(topic, from_ms, now):
-            for start in range(0, len(page), BATCH_ENTRIES):
-                yield self.read(page[start : start + BATCH_ENTRIES])
+            wanted = [e for e in page if e.request_id > after]
+            for start in range(0, len(wanted), BATCH_ENTRIES):
+                yield self.read(wanted[start : start + BATCH_ENTRIES])
 
     def read(self, entries: list[LogEntry]) -> list[RequestMessages]:
         """The messages of these publish requests: raw objects on threads, the rest from the archive."""

@@ -92,6 +92,10 @@ class Received:
     sent_at: float  # epoch seconds
 
 
+def _retention_period(seconds: float) -> str:
+    return str(int(min(max(seconds, SQS_MIN_RETENTION), SQS_MAX_RETENTION)))
+
+
 def queue_name(prefix: str, subscription: str, gen: int, fifo: bool) -> str:
     """SQS allows 80 characters of [A-Za-z0-9_-]: hash the subscription name."""
     digest = hashlib.sha256(subscription.encode()).hexdigest()[:40]
@@ -109,7 +113,7 @@ class QueueStore:
     def create(self, subscription: str, gen: int, fifo: bool, visibility: int, retention: float) -> str:
         attrs: dict[QueueAttributeNameType, str] = {
             "VisibilityTimeout": str(visibility),
-            "MessageRetentionPeriod": str(int(min(max(retention, SQS_MIN_RETENTION), SQS_MAX_RETENTION))),
+            "MessageRetentionPeriod": _retention_period(retention),
             "ReceiveMessageWaitTimeSeconds": "0",
         }
         if fifo:
@@ -122,6 +126,11 @@ class QueueStore:
     def set_visibility_default(self, url: str, visibility: int) -> None:
         with aws_errors("SetQueueAttributes"):
             self._sqs.set_queue_attributes(QueueUrl=url, Attributes={"VisibilityTimeout": str(visibility)})
+
+    def set_retention(self, url: str, retention: float) -> None:
+        with aws_errors("SetQueueAttributes"):
+            self._sqs.set_queue_attributes(QueueUrl=url, Attributes={"MessageRetentionPeriod":
+                                                                     _retention_period(retention)})
 
     def delete(self, url: str) -> None:
         try:

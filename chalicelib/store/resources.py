@@ -221,15 +221,7 @@ class ResourceStore:
             ops.append({"Put": {"TableName": self._table, "Item": {**_index_key(rec.spec.topic, name.path), **item}}})
         if old_topic and (old_topic != rec.spec.topic or not rec.attached):
             ops.append({"Delete": {"TableName": self._table, "Key": _index_key(old_topic, name.path)}})
-        try:
-            with aws_errors("UpdateSubscription"):
-                self._ddb.transact_write_items(TransactItems=ops)
-        except ClientError as exc:
-            if _condition_failed(exc):
-                raise NotFound("Subscription does not exist") from None
-            raise client_error(exc, "UpdateSubscription") from exc
-        finally:  # a reader may have cached the old record while the write ran
-            self._subs.drop(name.path)
+        self._write_subscription(name, ops, "UpdateSubscription", NotFound("Subscription does not exist"))
 
     def swap_queue(self, name: Name, rec: SubscriptionRecord, url: str, gen: int) -> SubscriptionRecord:
         """Point the subscription and its topic index item at queue generation ``gen``, in one transaction,
@@ -244,16 +236,21 @@ class ResourceStore:
                 "TableName": self._table, "Key": _index_key(rec.spec.topic, name.path),
                 "UpdateExpression": "SET queue_url = :url, queue_gen = :gen",
                 "ExpressionAttributeValues": {":url": values[":url"], ":gen": values[":gen"]}}})
+        self._write_subscription(name, ops, "Seek", Aborted("The subscription changed during the seek; try again."))
+        return SubscriptionRecord(rec.spec, rec.created, url, gen)
+
+    def _write_subscription(self, name: Name, ops: list[TransactWriteItemTypeDef], what: str,
+                            refused: Exception) -> None:
+        """Run a transaction whose first item is the subscription's, conditioned; ``refused`` when it fails."""
         try:
-            with aws_errors("Seek"):
+            with aws_errors(what):
                 self._ddb.transact_write_items(TransactItems=ops)
         except ClientError as exc:
             if _condition_failed(exc):
-                raise Aborted("The subscription changed during the seek; try again.") from None
-            raise client_error(exc, "Seek") from exc
-        finally:
+                raise refused from None
+            raise client_error(exc, what) from exc
+        finally:  # a reader may have cached the old record while the write ran
             self._subs.drop(name.path)
-        return SubscriptionRecord(rec.spec, rec.created, url, gen)
 
     def delete_subscription(self, name: Name, topic: str) -> None:
         self._subs.drop(name.path)

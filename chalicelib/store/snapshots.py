@@ -7,7 +7,8 @@ Items (hash key ``pk``, range key ``sk``):
 ``ts`` is when the snapshot was taken (epoch ms): every message of the topic published from then on
 belongs to it; ``backlog`` is the S3 key of the ids (one per line) of the subscription's unacknowledged
 messages published before. Snapshot and index item are written and deleted together, in one transaction.
-An expired snapshot is gone for every reader at once, whether or not its items were deleted yet.
+An expired snapshot is gone for every reader at once; DynamoDB's TTL (``ttl``) deletes its items later, and the
+bucket's lifecycle rule deletes backlog objects 8 days after they were written (a snapshot lives at most 7).
 """
 
 from __future__ import annotations
@@ -58,7 +59,8 @@ def _record(item: Item) -> SnapshotRecord:
 
 def _item(rec: SnapshotRecord) -> Item:
     return {"doc": {"S": rec.spec.model_dump_json(by_alias=True, exclude_none=True)}, "sub": {"S": rec.subscription},
-            "ts": {"N": str(rec.taken_ms)}, "backlog": {"S": rec.backlog_key}, "expires": {"N": repr(rec.expires)}}
+            "ts": {"N": str(rec.taken_ms)}, "backlog": {"S": rec.backlog_key}, "expires": {"N": repr(rec.expires)},
+            "ttl": {"N": str(int(rec.expires) + 1)}}
 
 
 class SnapshotStore:
