@@ -37,6 +37,14 @@ class MetroClient:
         self.project = project
         self.session = requests.Session()
         self.headers = {**JSON, "x-api-key": token} if token else JSON
+        self.topic_body: dict[str, Any] = {}
+
+    def schema(self, schema_id: str, definition: str) -> None:
+        """An Avro schema; the topics this client creates from now on check their messages against it (JSON)."""
+        self.call("POST", f"projects/{self.project}/schemas?schemaId={schema_id}",
+                  {"type": "AVRO", "definition": definition})
+        self.topic_body = {"schemaSettings": {"schema": f"projects/{self.project}/schemas/{schema_id}",
+                                              "encoding": "JSON"}}
 
     def call(self, method: str, path: str, body: Any = None, timeout: float = 60) -> Any:
         data = None if body is None else json.dumps(body)
@@ -49,7 +57,7 @@ class MetroClient:
     def create(self, topic: str, subscriptions: list[str], ack_deadline: int = 20,
                extra: Callable[[str], dict[str, Any]] | None = None) -> None:
         """The topic and its subscriptions; ``extra(sub)`` adds fields (pushConfig, enableMessageOrdering, ...)."""
-        self.call("PUT", f"projects/{self.project}/topics/{topic}", {})
+        self.call("PUT", f"projects/{self.project}/topics/{topic}", self.topic_body)
         for sub in subscriptions:
             body = {"topic": f"projects/{self.project}/topics/{topic}", "ackDeadlineSeconds": ack_deadline}
             self.call("PUT", f"projects/{self.project}/subscriptions/{sub}",

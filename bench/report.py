@@ -7,6 +7,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from bench import schema_bench
+
 TARGET_A_USD_PER_M = 0.40
 TARGET_A_THROUGHPUT_RATIO = 0.5
 TARGET_A_P50_MS = 100.0
@@ -230,7 +232,8 @@ def print_all(console: Console, doc: dict[str, Any], detail: bool = True) -> Non
     results = doc["results"]
     console.print(summary_table(results))
     console.print(cost_table(results))
-    for extra in (variants_table(results), keys_table(results), push_table(results)):
+    for extra in (variants_table(results), keys_table(results), push_table(results),
+                  schema_bench.validation_table(doc.get("validation"))):
         if extra is not None:
             console.print(extra)
     if detail:

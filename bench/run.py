@@ -9,6 +9,9 @@ Scenarios (``--quick``: a few hundred messages each, for CI):
   A-keys  3,000 messages of A served with METRO_AUTH=keys (run right after A): a publisher and a consumer
      user on the topic's and the subscription's ACLs, their tokens in x-api-key: $/M, AWS requests per
      message and API handler p50 against A
+  A-schema  3,000 messages of A to a topic with an Avro schema (JSON encoding): every publish is checked
+and the schema figures of bench/schema_bench.py: checks per second on one core for each schema type and
+encoding (1 KiB messages), and the CPU checking adds to a 100-message publish;
 and, on the same emulator in the same run, the baselines they are compared with: raw SQS (1 KiB and
 64 KiB) and SNS -> 3 SQS queues. Writes bench/out/results.json and bench/out/chart.png (quick runs:
 bench/out/results-quick.json and bench/out/chart-quick.png; bench/out/ is not tracked); ``--record``
@@ -34,7 +37,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
-from bench import chart, experiments, pricing, report, scenarios, seek
+from bench import chart, experiments, pricing, report, scenarios, schema_bench, seek
 from bench.stack import BenchStack
 
 HERE = Path(__file__).resolve().parent
@@ -106,6 +109,7 @@ def main(
     check: bool = typer.Option(False, "--check", help="Exit 1 when a target is missed."),
     detail: bool = typer.Option(True, help="Print the per-operation request tables."),
     seek_messages: int = typer.Option(-1, help="Messages of the seek run (default 10,000; 1,000 quick; 0: none)."),
+    validation: bool = typer.Option(True, help="Measure schema validation per core (bench/schema_bench.py)."),
 ) -> None:
     """Run the scenarios and the baselines; print, save and chart the figures."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s %(message)s")
@@ -167,6 +171,10 @@ def main(
     }
     doc["keys_vs_a"] = report.keys_deltas(results)
     doc["targets"] = report.targets(results)
+    if validation:
+        console.print("schema validation per core (1 KiB messages) ...")
+        doc["validation"] = schema_bench.measure(seconds=0.3 if quick else 2.0)
+        doc["targets"].append(schema_bench.target(doc["validation"]))
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(doc, indent=2) + "\n")
     chart.draw(doc, chart_path)
@@ -174,6 +182,12 @@ def main(
     seek.print_result(console, seek_result)
     console.print(f"wrote {out} and {chart_path} in {doc['duration_s']} s")
 
+    exit_on_failures(console, doc, seek_result, check)
+
+
+def exit_on_failures(console: Console, doc: dict[str, Any], seek_result: dict[str, Any], check: bool) -> None:
+    """Exit 1 when a scenario did not complete, or (with --check) when a target was missed."""
+    results = doc["results"]
     failed = [r["key"] for r in results.values() if not r["complete"]]
     if failed:
         console.print(f"[red]incomplete: {', '.join(failed)}[/red]")

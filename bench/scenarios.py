@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from bench import baselines, metro
+from bench import baselines, metro, schema_bench
 from bench.pricing import (
     MODEL_CALL_MS,
     CostReport,
@@ -44,6 +44,7 @@ class Scenario:
     exactly_once: bool = False  # Metro: enableExactlyOnceDelivery
     auth_keys: bool = False  # Metro: served with METRO_AUTH=keys; publisher and consumer users on the ACLs
     consumers: int = 0  # consumer threads per subscription (0: the settings'); a push "consumer" drains a webhook
+    schema: bool = False  # Metro: the topic has an Avro schema (JSON encoding) that every publish is checked against
 
     def subscription_fields(self) -> dict[str, Any]:
         fields: dict[str, Any] = {}
@@ -77,6 +78,8 @@ def plan(quick: bool, scale: float = 1.0) -> list[Scenario]:
         Scenario("A-exact", "metro", "A, exactly-once", n_variant, KIB, 1, compare_to="A", exactly_once=True),
         Scenario("A-push", "metro", "A, push to a local webhook", n_variant, KIB, 1, compare_to="A", push=True,
                  consumers=1),
+        Scenario("A-schema", "metro", "A, Avro schema checked (JSON)", n_variant, KIB, 1, compare_to="A",
+                 schema=True),
     ]
 
 
@@ -116,6 +119,9 @@ def _system(stack: BenchStack, sc: Scenario, st: Settings, admin_key: str = "") 
     if sc.system == "metro":
         topic = f"{sc.key.lower()}-{run}"
         client, bodies = metro.MetroClient(stack.url), metro.payloads(sc.size)
+        if sc.schema:
+            bodies = schema_bench.scenario_payloads(sc.size)
+            client.schema(topic, schema_bench.AVRO)
         publish = metro.publisher(stack.url, topic, bodies, sc.size, sc.ordering_keys)
         if sc.push:
             hook = stack.webhook()

@@ -74,7 +74,7 @@ class SchemaService:
         if spec.type is not head.type:
             raise InvalidArgument(f"The schema's type is {head.type.value}; a revision cannot change it")
         compile_spec(spec)
-        revision = self._new_revision(name, spec)
+        revision = self._new_revision(name, spec, after=head)
         self.store.commit(name, revision)
         return revision
 
@@ -86,7 +86,7 @@ class SchemaService:
         if old is None:
             self.record(name)  # NOT_FOUND for the schema itself first
             raise NotFound("Revision not found")
-        revision = self._new_revision(name, old.spec)
+        revision = self._new_revision(name, old.spec, after=self.record(name).head)
         self.store.commit(name, revision)
         return revision
 
@@ -143,8 +143,11 @@ class SchemaService:
         check_message(checker, request.message, request.encoding)
 
     # -- helpers -----------------------------------------------------------------------------
-    def _new_revision(self, name: Name, spec: SchemaSpec) -> SchemaRevision:
+    def _new_revision(self, name: Name, spec: SchemaSpec, after: SchemaRevision | None = None) -> SchemaRevision:
+        """A revision created now, and in any case after ``after`` (revisions are ordered by creation time)."""
         now = self.ctx.clock()
+        if after is not None:
+            now = max(now, after.created + 1e-6)
         return SchemaRevision(name.path, spec.type, spec.definition, self.ctx.ids.token()[:8],
                               format_timestamp_us(now), now)
 

@@ -10,6 +10,7 @@ from typing import Any
 import fastavro
 import googleapiclient.errors
 import pytest
+import requests
 from google.api_core import exceptions as gexc
 from google.auth.credentials import AnonymousCredentials
 from google.pubsub_v1 import Encoding, PubsubMessage, Schema, SchemaServiceClient, SchemaSettings, Topic
@@ -146,3 +147,40 @@ def test_discovery_json_schema_and_a_deleted_schema(discovery: Any, unique: str)
     error = _http_error(topics.create(name=topic_path(f"tk-{unique}"),
                                       body={"schemaSettings": {"schema": name, "encoding": "JSON"}}))
     assert (error["status"], error["message"]) == ("NOT_FOUND", "Schema could not be found")
+
+
+BAD_REQUESTS = [
+    ("POST", "/schemas?schemaId=bad-body", [1, 2], 400),
+    ("POST", "/schemas?schemaId=bad-type", {"type": "XML", "definition": "{}"}, 400),
+    ("POST", "/schemas?schemaId=bad-type-number", {"type": 9, "definition": "{}"}, 400),
+    ("POST", "/schemas?schemaId=bad-definition", {"type": "AVRO", "definition": 5}, 400),
+    ("POST", "/schemas?schemaId=unknown-field", {"type": "AVRO", "definition": "{}", "bogus": 1}, 400),
+    ("POST", "/schemas?schemaId=x", {"type": "AVRO", "definition": '"string"'}, 400),  # id too short
+    ("POST", "/schemas?schemaId=huge-definition", {"type": "JSON_SCHEMA", "definition": " " * 400_000 + "{}"}, 400),
+    ("POST", "/schemas?schemaId=deep-proto", {"type": "PROTOCOL_BUFFER",
+                                              "definition": "message M {" * 50 + "}" * 50}, 400),
+    ("GET", "/schemas?view=SIDEWAYS", None, 400),
+    ("GET", "/schemas?pageSize=x", None, 400),
+    ("GET", "/schemas?pageToken=forged", None, 400),
+    ("GET", "/schemas/missing-schema@", None, 404),
+    ("GET", "/schemas/missing-schema@x@y", None, 404),
+    ("POST", "/schemas/missing-schema:rollback", [], 400),
+    ("POST", "/schemas/missing-schema:commit", {"schema": []}, 400),
+    ("DELETE", "/schemas/missing-schema:deleteRevision", None, 400),
+    ("PUT", "/schemas/missing-schema", {}, 404),
+    ("POST", "/schemas:validateMessage", {"name": "projects/p/schemas/s", "message": "%%%", "encoding": "JSON"}, 400),
+    ("POST", "/schemas:validateMessage", {"name": "not a name", "message": "", "encoding": "JSON"}, 400),
+    ("POST", "/schemas:validateMessage", {"schema": {"type": "AVRO", "definition": '"int"'}, "message": "MQ==",
+                                          "encoding": "XML"}, 400),
+    ("POST", "/schemas:frobnicate", {}, 404),
+    ("POST", "/elsewhere:validate", {}, 404),
+]
+
+
+@pytest.mark.parametrize(("method", "path", "body", "status"), BAD_REQUESTS, ids=[f"{m} {p}" for m, p, *_ in
+                                                                                  BAD_REQUESTS])
+def test_bad_schema_requests_get_google_errors(client_options: dict[str, str], method: str, path: str, body: Any,
+                                               status: int) -> None:
+    resp = requests.request(method, f"{client_options['api_endpoint']}/v1/{PARENT}{path}", json=body, timeout=30)
+    assert resp.status_code == status, resp.text
+    assert set(resp.json()["error"]) >= {"code", "message", "status"}

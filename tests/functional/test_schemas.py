@@ -157,3 +157,12 @@ def test_validate_message_and_the_compiled_cache(services: Services) -> None:
         services.schemas.validate_message(P, ValidateMessageRequest(b"{}", Encoding.JSON, spec=avro(V1)))
     with pytest.raises(InvalidArgument, match="Could not parse schema definition"):
         services.schemas.validate_schema(P, avro("{}"))
+
+
+def test_revisions_made_at_the_same_instant_keep_their_order(services: Services) -> None:
+    first = services.schemas.create(SCHEMA, avro(V1)).head
+    second = services.schemas.commit(SCHEMA, avro(V2))  # the clock has not moved
+    third = services.schemas.rollback(SCHEMA, first.revision_id)
+    listed = services.schemas.list_revisions(SCHEMA, PageRequest(10)).items
+    assert [r.revision_id for r in listed] == [third.revision_id, second.revision_id, first.revision_id]
+    assert services.schemas.get(SCHEMA) == third

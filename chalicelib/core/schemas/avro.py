@@ -10,14 +10,13 @@ check is a tree of small functions built once per revision from the schema, so a
 from __future__ import annotations
 
 import io
-import json
 from collections.abc import Callable
 from typing import Any
 
 import fastavro
 from fastavro.schema import SchemaParseException, UnknownType
 
-from chalicelib.core.schemas.invalid import DefinitionInvalid, MessageInvalid
+from chalicelib.core.schemas.invalid import DefinitionInvalid, MessageInvalid, definition_json, message_json
 
 Check = Callable[[Any, str], None]  # (decoded JSON value, its path for messages) -> None or MessageInvalid
 _INT32 = (-(2**31), 2**31 - 1)
@@ -29,13 +28,12 @@ class AvroSchema:
     """A compiled Avro revision: checks messages in either encoding."""
 
     def __init__(self, definition: str) -> None:
-        try:
-            raw = json.loads(definition)
-        except ValueError as exc:
-            raise DefinitionInvalid(f"the definition is not JSON ({exc})") from None
+        raw = definition_json(definition)
         try:
             self.parsed = fastavro.parse_schema(raw, _write_hint=False)
-        except (SchemaParseException, UnknownType, ValueError, TypeError, KeyError, AttributeError) as exc:
+        except KeyError as exc:
+            raise DefinitionInvalid(f"not a valid Avro schema: a type is missing its {exc.args[0]!r}") from None
+        except (SchemaParseException, UnknownType, ValueError, TypeError, AttributeError) as exc:
             raise DefinitionInvalid(f"not a valid Avro schema: {exc}") from None
         try:
             self._check = _Builder().build(raw, namespace="")
@@ -45,11 +43,7 @@ class AvroSchema:
             raise DefinitionInvalid(f"not a valid Avro schema: {exc}") from None
 
     def check_json(self, data: bytes) -> None:
-        try:
-            value = json.loads(data)
-        except (ValueError, RecursionError):
-            raise MessageInvalid("the data is not JSON") from None
-        self._check(value, "$")
+        self._check(message_json(data), "$")
 
     def check_binary(self, data: bytes) -> None:
         buf = io.BytesIO(data)
@@ -128,6 +122,8 @@ class _Builder:
         return check
 
     def _union(self, branches: list[Any], namespace: str) -> Check:
+        if not branches:
+            raise ValueError("a union needs at least one branch")
         allows_null = "null" in branches
         by_name: dict[str, Check] = {}
         for branch in branches:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from chalicelib.core.errors import InvalidArgument
 
 
@@ -25,3 +28,19 @@ class MessageInvalid(InvalidArgument):
 
     def at(self, index: int) -> MessageInvalid:
         return MessageInvalid(self.reason, index)
+
+
+def definition_json(definition: str) -> Any:
+    """A definition written in JSON (Avro, JSON Schema), parsed."""
+    try:
+        return json.loads(definition)
+    except (ValueError, RecursionError) as exc:
+        raise DefinitionInvalid(f"the definition is not JSON ({exc})") from None
+
+
+def message_json(data: bytes) -> Any:
+    """A message in the JSON encoding, parsed."""
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError):
+        raise MessageInvalid("the data is not JSON") from None

@@ -7,23 +7,19 @@ document and which keyword failed.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError, best_match
 
-from chalicelib.core.schemas.invalid import DefinitionInvalid, MessageInvalid
+from chalicelib.core.schemas.invalid import DefinitionInvalid, MessageInvalid, definition_json, message_json
 
 
 class JsonSchema:
     """A compiled JSON Schema revision."""
 
     def __init__(self, definition: str) -> None:
-        try:
-            raw = json.loads(definition)
-        except ValueError as exc:
-            raise DefinitionInvalid(f"the definition is not JSON ({exc})") from None
+        raw = definition_json(definition)
         if not isinstance(raw, (dict, bool)):
             raise DefinitionInvalid("a JSON Schema is an object or a boolean")
         try:
@@ -34,11 +30,7 @@ class JsonSchema:
         self._validator = Draft202012Validator(raw)
 
     def check_json(self, data: bytes) -> None:
-        try:
-            value = json.loads(data)
-        except (ValueError, RecursionError):
-            raise MessageInvalid("the data is not JSON") from None
-        self.check_value(value)
+        self.check_value(message_json(data))
 
     check_binary = check_json
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from google.protobuf import descriptor_pool, json_format, message_factory
 from google.protobuf.message import DecodeError, Message
 
-from chalicelib.core.schemas.invalid import DefinitionInvalid, MessageInvalid
+from chalicelib.core.schemas.invalid import DefinitionInvalid, MessageInvalid, message_json
 from chalicelib.core.schemas.proto_text import read_proto
 
 
@@ -36,9 +36,12 @@ class ProtoSchema:
         return self._cls
 
     def check_json(self, data: bytes) -> None:
+        value = message_json(data)
+        if not isinstance(value, dict):
+            raise MessageInvalid("a message in JSON is an object")
         try:
-            message = json_format.Parse(data, self._cls())
-        except (json_format.ParseError, ValueError, UnicodeDecodeError, RecursionError) as exc:
+            message = json_format.ParseDict(value, self._cls())
+        except (json_format.ParseError, ValueError, TypeError, RecursionError) as exc:
             raise MessageInvalid(str(exc).splitlines()[0][:300]) from None
         self._check_required(message)
 
