@@ -8,7 +8,8 @@ stage's own tables, bucket prefixes, queues and log groups. ARNs carry ``${AWS::
 ``${AWS::Region}`` and ``${AWS::AccountId}`` inside ``Fn::Sub``: ``chalice package`` copies the
 documents into the template and CloudFormation resolves them. Two Lambda actions have no resource
 type (``ListEventSourceMappings``) or none at creation (``CreateEventSourceMapping``): they are granted on
-``*``, the latter only with the condition that the mapping feeds the stage's push function.
+``*``, the latter only with the condition that the mapping feeds the stage's push function. So is
+``cloudwatch:GetMetricStatistics`` (the API's read of a queue's oldest message age), which has none either.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from infra.names import FUNCTIONS, StageNames
 CHALICE_DIR = Path(__file__).resolve().parents[1] / ".chalice"
 STAGES = ("dev", "prod")
 # Actions AWS defines without a resource type: they can only be granted on "*".
-RESOURCELESS_ACTIONS = frozenset({"lambda:ListEventSourceMappings", "lambda:CreateEventSourceMapping"})
+RESOURCELESS_ACTIONS = frozenset({"lambda:ListEventSourceMappings", "lambda:CreateEventSourceMapping",
+                                  "cloudwatch:GetMetricStatistics"})
 
 Statement = dict[str, Any]
 
@@ -97,6 +99,8 @@ def statements(names: StageNames, function: str) -> list[Statement]:
             _queues(names, QUEUE_DATA),
             _queues(names, QUEUE_ADMIN),
             *_push_mappings(names),
+            # :metrics reads a queue's oldest message age (AWS/SQS); CloudWatch reads have no resource type
+            _allow("QueueAge", ["cloudwatch:GetMetricStatistics"], ["*"]),
         ]
     elif function == "fanout":  # the messages table's stream -> the subscriptions' queues
         out += [

@@ -28,6 +28,8 @@ DESCRIPTIONS = {
     "subscription.consumption_rate": "Messages acknowledged per second over the last flushed interval",
     "subscription.number_of_waiting_messages": "Messages waiting in the subscription's queue, read now",
     "subscription.number_of_inflight_messages": "Messages delivered and not acknowledged yet (leased), read now",
+    "subscription.oldest_unacked_message_age": "Seconds since the oldest unacknowledged message was published, as "
+                                               "SQS last reported it to CloudWatch (none when idle or local)",
     "project.number_of_users": "Counter that displays the number of users that are members of the project",
     "project.number_of_published_messages": "Counter of the messages published to the project's topics (live)",
 }
@@ -54,6 +56,11 @@ def metric(name: str, resource_type: str, resource_name: str, value: float, time
             "resource_name": resource_name,
             "timeseries": [{"timestamp": timestamp, "value": round(value, 3) if rate else int(value)}],
             "description": DESCRIPTIONS[name]}
+
+
+def unknown(name: str, resource_type: str, resource_name: str) -> dict[str, Any]:
+    """A metric with no point: the figure is not available now."""
+    return {**metric(name, resource_type, resource_name, 0, ""), "timeseries": []}
 
 
 def rate(stored: Mapping[str, Any]) -> float:

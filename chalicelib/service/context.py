@@ -21,6 +21,7 @@ from chalicelib.store.log import MessageLog
 from chalicelib.store.log_bounds import LogBounds
 from chalicelib.store.mappings import MappingStore
 from chalicelib.store.push_state import PushStore
+from chalicelib.store.queue_age import QueueAge
 from chalicelib.store.queues import QueueStore
 from chalicelib.store.resources import ResourceStore
 from chalicelib.store.schemas import SchemaStore
@@ -46,6 +47,7 @@ class Context:
     snapshots: SnapshotStore
     bounds: LogBounds
     counters: CounterStore
+    queue_age: QueueAge
     schemas: SchemaStore
     clock: Clock = time.time
     ids: IdSource = field(default_factory=IdSource)
@@ -62,4 +64,5 @@ class Context:
                    push=PushStore(config), mappings=MappingStore(config), usage=UsageStore(config),
                    identity=IdentityStore(config), history=TopicHistory(config, log), snapshots=SnapshotStore(config),
                    bounds=LogBounds(config), schemas=SchemaStore(config), counters=CounterStore(config),
+                   queue_age=QueueAge(config),
                    clock=clock, ids=ids or IdSource())

@@ -25,15 +25,17 @@ def topic_metrics(ctx: Context, name: Name) -> list[Metric]:
 
 
 def subscription_metrics(ctx: Context, name: Name, rec: SubscriptionRecord) -> list[Metric]:
-    """Two reads: the counters item and the queue's attributes."""
+    """Three reads: the counters item, the queue's attributes and its CloudWatch age."""
     stored, ts = ctx.counters.read(name.project, f"sub#{name.id}"), _now(ctx)
     waiting, inflight = ctx.queues.counts(rec.queue_url) if rec.queue_url else (0, 0)
-    sub = "subscription"
+    sub, age_name = "subscription", "subscription.oldest_unacked_message_age"
+    age = ctx.queue_age.oldest_seconds(rec.queue_url, ctx.clock()) if rec.queue_url else None
+    oldest = live.unknown(age_name, sub, name.id) if age is None else live.metric(age_name, sub, name.id, age, ts)
     return [live.metric("subscription.number_of_delivered_messages", sub, name.id, stored.get(live.DELIVERED, 0), ts),
             live.metric("subscription.number_of_acknowledged_messages", sub, name.id, stored.get(live.ACKED, 0), ts),
             live.metric("subscription.consumption_rate", sub, name.id, live.rate(stored), ts),
             live.metric("subscription.number_of_waiting_messages", sub, name.id, waiting, ts),
-            live.metric("subscription.number_of_inflight_messages", sub, name.id, inflight, ts)]
+            live.metric("subscription.number_of_inflight_messages", sub, name.id, inflight, ts), oldest]
 
 
 def project_metrics(ctx: Context, project: str) -> list[Metric]:
