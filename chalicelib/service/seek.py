@@ -99,7 +99,8 @@ class SeekService:
         if snap.spec.topic != rec.spec.topic:
             raise FailedPrecondition(f"The snapshot {snapshot.path} is of topic {snap.spec.topic}, not of the "
                                      f"subscription's topic {rec.spec.topic}.")
-        restore = Restore(snap.taken_ms, self.ctx.snapshots.backlog(snap))
+        backlog, keys = self.ctx.snapshots.backlog(snap)
+        restore = Restore(snap.taken_ms, backlog, keys)
         return self._from_log(subscription, rec, restore, now)
 
     # -- helpers ---------------------------------------------------------------------------------
@@ -147,7 +148,8 @@ class SeekService:
         """Move the old queue's messages of requests after ``last`` (the log had no item for them yet) into the
         new generation; the rest of the old queue goes with it."""
         late = [e for _, e in hold_backlog(self.ctx, old)
-                if e is not None and ids.split_message_id(e.message_id)[0] > last and restore.wants(e.message_id)]
+                if e is not None and ids.split_message_id(e.message_id)[0] > last
+                and restore.wants(e.message_id, e.ordering_key)]
         late.sort(key=lambda e: e.message_id)  # ids sort by publish time: each ordering key in its order
         return self._send(new, [_outgoing(new, e) for e in late])
 
@@ -162,7 +164,8 @@ class SeekService:
             for request in batch:
                 last = request.entry.request_id
                 out.extend(to_outgoing(rec, request.entry, r.message, r.offset, inline_max) for r in request.messages
-                           if restore.wants(r.message.message_id) and matches_filter(rec, r.message.attributes))
+                           if restore.wants(r.message.message_id, r.message.ordering_key)
+                           and matches_filter(rec, r.message.attributes))
             sent += self._send(rec, out)
         return sent, last
 
@@ -176,16 +179,18 @@ class SeekService:
 
     def _trim(self, old: SubscriptionRecord, from_ms: int) -> SeekOutcome:
         """Without retained acks: drop the waiting messages published before ``from_ms``, in place; the rest
-        stay where they are (each ordering key in its order) and messages leased by a subscriber stay leased."""
-        waiting = hold_backlog(self.ctx, old)
-        drop = [r for r, e in waiting if e is None or ids.publish_ms(e.message_id) < from_ms]
-        keep = [r for r, e in waiting if e is not None and ids.publish_ms(e.message_id) >= from_ms]
-        if drop:
-            self.ctx.queues.delete_batch(old.queue_url, [r.receipt for r in drop])
-        release(self.ctx, old, keep, waiting)
-        return SeekOutcome(len(keep), old.queue_gen)
-
-
+        stay where they are (each ordering key in its order) and messages leased by a subscriber stay leased.
+        An ordered queue hands out a key's next messages only once the ones before are gone: it is scanned
+        again while a round drops something."""
+        while True:
+            waiting = hold_backlog(self.ctx, old)
+            drop = [r for r, e in waiting if e is None or ids.publish_ms(e.message_id) < from_ms]
+            keep = [r for r, e in waiting if e is not None and ids.publish_ms(e.message_id) >= from_ms]
+            if drop:
+                self.ctx.queues.delete_batch(old.queue_url, [r.receipt for r in drop])
+            release(self.ctx, old, keep, waiting)
+            if not drop or not old.spec.enable_message_ordering:
+                return SeekOutcome(len(keep), old.queue_gen)
 
 def _outgoing(rec: SubscriptionRecord, env: envelope.Envelope) -> Outgoing:
     """A queue message of ``rec`` carrying ``env`` as it is (inline body or S3 pointer)."""

@@ -247,3 +247,33 @@ def test_a_push_subscription_pushes_from_its_new_generation(direct: Services, cl
     assert new != old
     # the push index (keyed by the queue name without its generation) still leads the pump to the subscription
     assert direct.ctx.push.index_get(queue_key(new)) == SUB.path
+
+
+def test_seek_forward_on_an_ordered_subscription_drops_every_older_message_of_a_key(
+        direct: Services, clock: FakeClock) -> None:
+    make(direct, clock, enableMessageOrdering=True)
+    for i in range(4):
+        publish(direct, f"old-{i}", key="k")
+        clock.advance(0.01)
+    clock.advance(1)
+    middle = clock.now
+    publish(direct, "new-0", key="k")
+    publish(direct, "new-1", key="k")
+    clock.advance(1)
+    direct.seek.seek_to_time(SUB, middle)
+    assert data(drain(direct)) == ["new-0", "new-1"]
+
+
+def test_snapshot_of_an_ordered_subscription_holds_each_key_from_its_oldest_waiting_message(
+        direct: Services, clock: FakeClock) -> None:
+    make(direct, clock, enableMessageOrdering=True)
+    publish(direct, "acked", key="k")
+    clock.advance(1)
+    assert data(drain(direct)) == ["acked"]
+    for i in range(3):
+        publish(direct, f"waiting-{i}", key="k")
+        clock.advance(0.01)
+    take_snapshot(direct, snapshot_name())
+    assert data(drain(direct)) == ["waiting-0", "waiting-1", "waiting-2"]
+    direct.seek.seek_to_snapshot(SUB, snapshot_name())
+    assert data(drain(direct)) == ["waiting-0", "waiting-1", "waiting-2"]
