@@ -11,7 +11,7 @@ import pytest
 from chalicelib.api.requests import acknowledge_request, publish_request, subscription_request
 from chalicelib.api.snapshot_requests import create_snapshot_request
 from chalicelib.core import names
-from chalicelib.core.errors import AlreadyExists, FailedPrecondition, NotFound
+from chalicelib.core.errors import Aborted, AlreadyExists, FailedPrecondition, NotFound
 from chalicelib.core.messages import NewMessage
 from chalicelib.core.models import Topic
 from chalicelib.core.requests import PullRequest
@@ -277,3 +277,13 @@ def test_snapshot_of_an_ordered_subscription_holds_each_key_from_its_oldest_wait
     assert data(drain(direct)) == ["waiting-0", "waiting-1", "waiting-2"]
     direct.seek.seek_to_snapshot(SUB, snapshot_name())
     assert data(drain(direct)) == ["waiting-0", "waiting-1", "waiting-2"]
+
+
+def test_a_patch_read_before_a_seek_cannot_point_the_subscription_back_at_the_old_queue(
+        direct: Services, clock: FakeClock) -> None:
+    make(direct, clock, retainAckedMessages=True)
+    before = direct.admin.get_subscription(SUB)
+    direct.seek.seek_to_time(SUB, 0)
+    with pytest.raises(Aborted):
+        direct.ctx.resources.put_subscription(SUB, before, old_topic=TOPIC.path)
+    assert direct.admin.get_subscription(SUB).queue_url != before.queue_url
