@@ -44,7 +44,9 @@ log = logging.getLogger("metro.seek")
 
 @dataclass(frozen=True)
 class SeekOutcome:
-    """What a seek did: the messages now unacknowledged in the subscription's new queue generation."""
+    """What a seek did. ``restored``: the messages it enqueued into a new queue generation, or, working in place,
+    the waiting messages it kept (0 when there was nothing to scan); ``generation``: the subscription's queue
+    generation afterwards (unchanged by a seek in place)."""
 
     restored: int
     generation: int
@@ -181,8 +183,9 @@ class SeekService:
         """Without retained acks: drop the waiting messages published before ``from_ms``, in place; the rest
         stay where they are (each ordering key in its order) and messages leased by a subscriber stay leased.
         An ordered queue hands out a key's next messages only once the ones before are gone: it is scanned
-        again while a round drops something."""
-        while True:
+        again while a round drops something. Nothing in the queue predates the subscription: a seek to before
+        it was created scans nothing."""
+        while from_ms > int(old.created * 1000):
             waiting = hold_backlog(self.ctx, old)
             drop = [r for r, e in waiting if e is None or ids.publish_ms(e.message_id) < from_ms]
             keep = [r for r, e in waiting if e is not None and ids.publish_ms(e.message_id) >= from_ms]
@@ -191,6 +194,8 @@ class SeekService:
             release(self.ctx, old, keep, waiting)
             if not drop or not old.spec.enable_message_ordering:
                 return SeekOutcome(len(keep), old.queue_gen)
+        return SeekOutcome(0, old.queue_gen)
+
 
 def _outgoing(rec: SubscriptionRecord, env: envelope.Envelope) -> Outgoing:
     """A queue message of ``rec`` carrying ``env`` as it is (inline body or S3 pointer)."""
