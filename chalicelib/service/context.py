@@ -15,12 +15,14 @@ from chalicelib.core.ackids import AckIdCodec
 from chalicelib.core.ids import IdSource
 from chalicelib.store.history import TopicHistory
 from chalicelib.store.identity import IdentityStore
+from chalicelib.store.invoker import AsyncInvoker
 from chalicelib.store.leases import ExactLeases, SkipStore
 from chalicelib.store.log import MessageLog
 from chalicelib.store.mappings import MappingStore
 from chalicelib.store.push_state import PushStore
 from chalicelib.store.queues import QueueStore
 from chalicelib.store.resources import ResourceStore
+from chalicelib.store.seek_jobs import SeekJobStore
 from chalicelib.store.snapshots import SnapshotStore
 from chalicelib.store.usage import UsageStore
 
@@ -41,6 +43,8 @@ class Context:
     identity: IdentityStore
     history: TopicHistory
     snapshots: SnapshotStore
+    seek_jobs: SeekJobStore
+    invoker: AsyncInvoker
     clock: Clock = time.time
     ids: IdSource = field(default_factory=IdSource)
 
@@ -55,4 +59,5 @@ class Context:
                    exact=ExactLeases(config), skips=SkipStore(config),
                    push=PushStore(config), mappings=MappingStore(config), usage=UsageStore(config),
                    identity=IdentityStore(config), history=TopicHistory(config, log), snapshots=SnapshotStore(config),
+                   seek_jobs=SeekJobStore(config), invoker=AsyncInvoker(config),
                    clock=clock, ids=ids or IdSource())

@@ -230,9 +230,10 @@ class ResourceStore:
                 raise
             raise Aborted("The subscription changed meanwhile (a seek); try again.") from None
 
-    def swap_queue(self, name: Name, rec: SubscriptionRecord, url: str, gen: int) -> SubscriptionRecord:
+    def swap_queue(self, name: Name, rec: SubscriptionRecord, url: str, gen: int,
+                   guard: TransactWriteItemTypeDef | None = None) -> SubscriptionRecord:
         """Point the subscription and its topic index item at queue generation ``gen``, in one transaction,
-        only if it is still at ``rec``'s generation (else ABORTED: another seek won)."""
+        only if it is still at ``rec``'s generation (else ABORTED: another seek won) and ``guard`` holds."""
         self._subs.drop(name.path)
         values: Item = {":url": {"S": url}, ":gen": {"N": str(gen)}, ":old": {"N": str(rec.queue_gen)}}
         ops: list[TransactWriteItemTypeDef] = [{"Update": {
@@ -243,6 +244,8 @@ class ResourceStore:
                 "TableName": self._table, "Key": _index_key(rec.spec.topic, name.path),
                 "UpdateExpression": "SET queue_url = :url, queue_gen = :gen",
                 "ExpressionAttributeValues": {":url": values[":url"], ":gen": values[":gen"]}}})
+        if guard is not None:
+            ops.append(guard)
         self._write_subscription(name, ops, "Seek", Aborted("The subscription changed during the seek; try again."))
         return SubscriptionRecord(rec.spec, rec.created, url, gen)
 

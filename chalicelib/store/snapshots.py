@@ -81,9 +81,13 @@ class SnapshotStore:
 
     def backlog(self, rec: SnapshotRecord) -> tuple[frozenset[str], dict[str, int]]:
         """The snapshot's held message ids and, for an ordered subscription, each ordering key's bound (ms)."""
+        return self.read_backlog(rec.backlog_key)
+
+    def read_backlog(self, key: str) -> tuple[frozenset[str], dict[str, int]]:
+        """A snapshot's backlog by its S3 key (NOT_FOUND once it is gone)."""
         try:
             with aws_errors("Seek (S3 GetObject)", allow=_MISSING):
-                body = json.loads(self._s3.get_object(Bucket=self._bucket, Key=rec.backlog_key)["Body"].read())
+                body = json.loads(self._s3.get_object(Bucket=self._bucket, Key=key)["Body"].read())
         except ClientError:
             raise NotFound("Snapshot does not exist") from None
         return frozenset(body["ids"]), {str(k): int(v) for k, v in body["keys"].items()}
