@@ -160,3 +160,9 @@ def push_jwks_well_known() -> Response:
 @app.lambda_function(name="push")
 def push(event: dict[str, Any], context: Any) -> dict[str, Any]:
     return handlers.push(event, context)
+
+
+# A large seek's background fill, invoked asynchronously by the seek call, by itself and by maintenance.
+@app.lambda_function(name="seek_worker")
+def seek_worker(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    return handlers.seek_worker(event, context)

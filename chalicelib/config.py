@@ -69,6 +69,16 @@ class Config:
     dead_letter_retry_seconds: int = field(default_factory=lambda: int(_env("METRO_DEAD_LETTER_RETRY_SECONDS",
                                                                            "300")))
     quotas: Quotas = field(default_factory=Quotas)
+    # --- seek (docs/decisions/seek.md) ---
+    # A seek that restores more messages than this fills its new queue generation in the background: the call
+    # returns once this many are enqueued, and the seek worker goes on, a chunk of seek_chunk_messages per
+    # invocation (progress at GET .../subscriptions/{s}:seekStatus).
+    seek_inline_max_messages: int = field(default_factory=lambda: int(_env("METRO_SEEK_INLINE_MAX_MESSAGES",
+                                                                           "20000")))
+    seek_chunk_messages: int = field(default_factory=lambda: int(_env("METRO_SEEK_CHUNK_MESSAGES", "100000")))
+    # The seek worker Lambda (deployed mode) and how long one invocation may hold a seek (above its timeout).
+    seek_function: str = field(default_factory=lambda: _env("METRO_SEEK_FUNCTION", "metro-dev-seek_worker"))
+    seek_lease_seconds: float = field(default_factory=lambda: float(_env("METRO_SEEK_LEASE_SECONDS", "960")))
     # The largest request body the deployed path carries (Lambda's 6 MB payload less headroom; the deploy sets
     # it); 0 = only Google's own limits.
     max_request_bytes: int = field(default_factory=lambda: int(_env("METRO_MAX_REQUEST_BYTES", "0")))

@@ -116,6 +116,10 @@ def seek(name: Name, incoming: Incoming) -> Result:
     return services().seek.seek(name, snapshot_requests.seek_request(incoming.body, name))
 
 
+def seek_status(name: Name, incoming: Incoming) -> Result:
+    return services().seek.status(name)
+
+
 # -- collections and projects ---------------------------------------------------------------------------
 def list_topics(project: str, incoming: Incoming) -> Result:
     return services().admin.list_topics(project, requests.page_request(incoming.params))
@@ -188,6 +192,7 @@ SUBSCRIPTION: Mapping[tuple[str, str], Handler] = {
     ("GET", "metrics"): subscription_metrics,
     **ACL,
     ("POST", "seek"): seek,
+    ("GET", "seekStatus"): seek_status,
 }
 COLLECTION: Mapping[str, CollectionHandler] = {  # collections are only listed (GET)
     "topics": list_topics,

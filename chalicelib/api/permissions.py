@@ -119,6 +119,7 @@ PERMISSIONS: Mapping[str, Mapping[tuple[str, str], Rule]] = {
         ("POST", "setIamPolicy"): _SUB_ADMIN,
         ("POST", "testIamPermissions"): Rule(Action.PROJECT_MEMBER, SUBSCRIPTIONS_KIND),
         ("POST", "seek"): _CONSUME,
+        ("GET", "seekStatus"): _READ_SUB,  # a Metro extension: the latest seek's progress
     },
     # Snapshots have no ACL of their own: project admins manage them, whoever reads subscriptions reads them,
     # and seeking to one is consuming from the subscription (the SUBSCRIPTION route's ``seek``).

@@ -15,8 +15,8 @@ Google's semantics (docs/policies.md, "Retention and replay"):
 
 from __future__ import annotations
 
-from collections.abc import Collection
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
 
 from chalicelib.core import ids
 from chalicelib.core.errors import FailedPrecondition
@@ -53,18 +53,34 @@ def earliest_retained(spec: Subscription, topic: Topic | None, created: float, n
 @dataclass(frozen=True)
 class Restore:
     """What a seek makes unacknowledged: every message published from ``from_ms`` (epoch ms) on, plus the
-    messages named in ``backlog`` (a snapshot's unacknowledged ones, published before ``from_ms``)."""
+    messages named in ``backlog`` (a snapshot's unacknowledged ones, published before ``from_ms``), plus, for
+    an ordered subscription, every message of an ordering key in ``keys`` published from that key's bound
+    (its oldest unacknowledged message: an ordered queue hands out a key's later messages only after it)."""
 
     from_ms: int
     backlog: frozenset[str] = frozenset()
+    keys: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def scan_from_ms(self) -> int:
         """Where reading the topic's log has to start."""
-        return min([self.from_ms, *(ids.publish_ms(m) for m in self.backlog)])
+        return min([self.from_ms, *(ids.publish_ms(m) for m in self.backlog), *self.keys.values()])
 
-    def wants(self, message_id: str) -> bool:
-        return ids.publish_ms(message_id) >= self.from_ms or message_id in self.backlog
+    def wants(self, message_id: str, ordering_key: str = "") -> bool:
+        published = ids.publish_ms(message_id)
+        if published >= self.from_ms or message_id in self.backlog:
+            return True
+        bound = self.keys.get(ordering_key) if ordering_key else None
+        return bound is not None and published >= bound
+
+
+def key_bounds(held: Collection[tuple[str, str]]) -> dict[str, int]:
+    """Per ordering key, the publish time (ms) of its oldest message among ``held`` (message id, key) pairs."""
+    bounds: dict[str, int] = {}
+    for message_id, key in held:
+        if key:
+            bounds[key] = min(bounds.get(key, ids.publish_ms(message_id)), ids.publish_ms(message_id))
+    return bounds
 
 
 def snapshot_expiry(now: float, backlog: Collection[str]) -> float:

@@ -8,10 +8,12 @@ from chalicelib.delivery.fanout import FanOut
 from chalicelib.delivery.maintenance import expire_idle_subscriptions
 from chalicelib.delivery.push import push_delivery
 from chalicelib.runtime import services
+from chalicelib.service.seek_worker import SeekWorker
 
 
 def maintenance(event: dict[str, Any] | None = None, context: Any = None) -> dict[str, Any]:
-    return {"expired": expire_idle_subscriptions(services().ctx)}
+    return {"expired": expire_idle_subscriptions(services().ctx),
+            "seeks_resumed": SeekWorker(services().ctx).resume_stalled()}
 
 
 def fanout(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
@@ -21,3 +23,8 @@ def fanout(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
 # An SQS batch of one push subscription's queue (event source mapping or local pump)
 def push(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     return push_delivery(services().ctx).handle(event, context)
+
+
+# One chunk of a background seek (asynchronous invocation, or the local trigger pump)
+def seek_worker(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
+    return SeekWorker(services().ctx).handle(event)

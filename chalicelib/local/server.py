@@ -24,6 +24,7 @@ from chalicelib import runtime
 from chalicelib.core.errors import NotFound
 from chalicelib.delivery import handlers
 from chalicelib.local.bootstrap import bootstrap
+from chalicelib.local.invoke_pump import InvokePump
 from chalicelib.local.moto_speedups import speed_up_moto
 from chalicelib.local.probe import listening as _listening
 from chalicelib.local.pump import StreamPump
@@ -89,6 +90,7 @@ class Stack:
         self.pump = StreamPump(self.config, handlers.fanout, interval=self.local.pump_interval)
         self.push_pump = PushPump(self.config, handlers.push, refresh=self.local.push_refresh)
         self.schedule = Schedule(handlers.maintenance, self.local.maintenance_interval)
+        self.invocations = InvokePump(runtime.services().ctx.invoker.pending, {"seek_worker": handlers.seek_worker})
         from app import app  # imported late: the app reads configuration when first used
 
         # As `chalice local` does: make current_request thread-local, since requests run concurrently.
@@ -110,6 +112,7 @@ class Stack:
                          daemon=True).start()
         print(f"Metro AMS dialect on https://{self.local.host}:{self.local.ams_port} (certificate: {self.ams_cert})",
               flush=True)
+        self.invocations.start()
         endpoint = self.config.endpoint_url or "AWS"
         auth = "open: every caller is service_admin" if self.config.auth_mode == "open" else "keys required"
         print(f"Metro listening on http://{self.local.host}:{self.local.port} (AWS: {endpoint}; auth: {auth})",
@@ -120,6 +123,7 @@ class Stack:
         self.pump.stop()
         self.push_pump.stop()
         self.schedule.stop()
+        self.invocations.stop()
         threading.Thread(target=self.server.shutdown, daemon=True).start()
         threading.Thread(target=self.ams.shutdown, daemon=True).start()
         self.server.server.server_close()

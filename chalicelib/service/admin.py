@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from chalicelib.core import names
-from chalicelib.core.errors import AlreadyExists, NotFound
+from chalicelib.core.errors import Aborted, AlreadyExists, NotFound
 from chalicelib.core.models import Subscription, Topic
 from chalicelib.core.names import DELETED_TOPIC, Name
 from chalicelib.core.records import SubscriptionRecord, TopicRecord
@@ -66,7 +66,7 @@ class AdminService:
                 try:
                     self.resources.put_subscription(names.parse(rec.name, "subscriptions"), rec.with_spec(spec),
                                                     old_topic=name.path)
-                except NotFound:
+                except (NotFound, Aborted):  # gone, or a seek swapped its queue: read again
                     continue
 
     def topic_subscription_names(self, name: Name, page: PageRequest) -> Page[str]:

@@ -16,6 +16,7 @@ from chalicelib.core.ids import IdSource
 from chalicelib.store.counters import CounterStore
 from chalicelib.store.history import TopicHistory
 from chalicelib.store.identity import IdentityStore
+from chalicelib.store.invoker import AsyncInvoker
 from chalicelib.store.leases import ExactLeases, SkipStore
 from chalicelib.store.log import MessageLog
 from chalicelib.store.log_bounds import LogBounds
@@ -25,6 +26,7 @@ from chalicelib.store.queue_age import QueueAge
 from chalicelib.store.queues import QueueStore
 from chalicelib.store.resources import ResourceStore
 from chalicelib.store.schemas import SchemaStore
+from chalicelib.store.seek_jobs import SeekJobStore
 from chalicelib.store.snapshots import SnapshotStore
 from chalicelib.store.usage import UsageStore
 
@@ -49,6 +51,8 @@ class Context:
     counters: CounterStore
     queue_age: QueueAge
     schemas: SchemaStore
+    seek_jobs: SeekJobStore
+    invoker: AsyncInvoker
     clock: Clock = time.time
     ids: IdSource = field(default_factory=IdSource)
 
@@ -65,4 +69,5 @@ class Context:
                    identity=IdentityStore(config), history=TopicHistory(config, log), snapshots=SnapshotStore(config),
                    bounds=LogBounds(config), schemas=SchemaStore(config), counters=CounterStore(config),
                    queue_age=QueueAge(config),
+                   seek_jobs=SeekJobStore(config), invoker=AsyncInvoker(config),
                    clock=clock, ids=ids or IdSource())

@@ -14,7 +14,7 @@ from chalicelib.core.names import Name
 from chalicelib.core.records import SubscriptionRecord
 from chalicelib.core.requests import PageRequest
 from chalicelib.core.responses import Page
-from chalicelib.core.seek import snapshot_expiry
+from chalicelib.core.seek import key_bounds, snapshot_expiry
 from chalicelib.core.snapshots import CreateSnapshotRequest, Snapshot, UpdateSnapshotRequest
 from chalicelib.core.timefmt import format_timestamp, parse_timestamp
 from chalicelib.service.backlog import hold_backlog, release
@@ -35,20 +35,22 @@ class SnapshotService:
         if not rec.attached:
             raise FailedPrecondition(f"Subscription {rec.name} is detached or its topic was deleted.")
         taken_ms = int(now * 1000)
-        backlog = sorted(self._capture(rec))
+        held = self._capture(rec)
+        backlog = sorted(mid for mid, _ in held)
+        bounds = key_bounds(held) if rec.spec.enable_message_ordering else {}
         expires = snapshot_expiry(now, backlog)
         spec = Snapshot(name=name.path, topic=rec.spec.topic, expire_time=format_timestamp(expires),
                         labels=request.labels)
         key = f"snapshots/{name.project}/{name.id}/{taken_ms}-{self.ctx.ids.token()}.ids"
-        self.store.put_backlog(key, backlog)
+        self.store.put_backlog(key, backlog, bounds)
         self.store.create(name, SnapshotRecord(spec, rec.name, taken_ms, key, expires), now)
         return spec
 
-    def _capture(self, rec: SubscriptionRecord) -> set[str]:
-        """The ids of the subscription's waiting messages (each handed back at once)."""
+    def _capture(self, rec: SubscriptionRecord) -> set[tuple[str, str]]:
+        """The (id, ordering key) of the subscription's waiting messages (each handed back at once)."""
         held = hold_backlog(self.ctx, rec)
         release(self.ctx, rec, [r for r, _ in held], held)
-        return {e.message_id for _, e in held if e is not None}
+        return {(e.message_id, e.ordering_key) for _, e in held if e is not None}
 
     def get(self, name: Name) -> Snapshot:
         return self.store.get(name, self.ctx.clock()).spec

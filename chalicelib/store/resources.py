@@ -208,12 +208,14 @@ class ResourceStore:
         return rec
 
     def put_subscription(self, name: Name, rec: SubscriptionRecord, old_topic: str | None = None) -> None:
-        """Replace a subscription and its topic index item; ``old_topic`` index item is removed."""
+        """Replace a subscription and its topic index item; ``old_topic`` index item is removed. ``rec`` must hold
+        the queue generation read: if a seek swapped it meanwhile, ABORTED (NOT_FOUND if it is gone)."""
         self._subs.drop(name.path)
         item = _sub_item(rec)
         # An update, not a put, so the ACL (an attribute of the item) stays; the activity mark goes, as with a put.
         ops: list[TransactWriteItemTypeDef] = [{"Update": {
-            "TableName": self._table, "Key": _sub_key(name), "ConditionExpression": "attribute_exists(pk)",
+            # the queue generation read is still the subscription's: a seek may have swapped it meanwhile
+            "TableName": self._table, "Key": _sub_key(name), "ConditionExpression": "queue_gen = :queue_gen",
             "UpdateExpression": "SET doc = :doc, created = :created, queue_url = :queue_url, queue_gen = :queue_gen "
                                 "REMOVE active",
             "ExpressionAttributeValues": {f":{k}": v for k, v in item.items()}}}]
@@ -221,11 +223,17 @@ class ResourceStore:
             ops.append({"Put": {"TableName": self._table, "Item": {**_index_key(rec.spec.topic, name.path), **item}}})
         if old_topic and (old_topic != rec.spec.topic or not rec.attached):
             ops.append({"Delete": {"TableName": self._table, "Key": _index_key(old_topic, name.path)}})
-        self._write_subscription(name, ops, "UpdateSubscription", NotFound("Subscription does not exist"))
+        try:
+            self._write_subscription(name, ops, "UpdateSubscription", NotFound("Subscription does not exist"))
+        except NotFound:
+            if self.get_subscription(name) is None:
+                raise
+            raise Aborted("The subscription changed meanwhile (a seek); try again.") from None
 
-    def swap_queue(self, name: Name, rec: SubscriptionRecord, url: str, gen: int) -> SubscriptionRecord:
+    def swap_queue(self, name: Name, rec: SubscriptionRecord, url: str, gen: int,
+                   guard: TransactWriteItemTypeDef | None = None) -> SubscriptionRecord:
         """Point the subscription and its topic index item at queue generation ``gen``, in one transaction,
-        only if it is still at ``rec``'s generation (else ABORTED: another seek won)."""
+        only if it is still at ``rec``'s generation (else ABORTED: another seek won) and ``guard`` holds."""
         self._subs.drop(name.path)
         values: Item = {":url": {"S": url}, ":gen": {"N": str(gen)}, ":old": {"N": str(rec.queue_gen)}}
         ops: list[TransactWriteItemTypeDef] = [{"Update": {
@@ -236,6 +244,8 @@ class ResourceStore:
                 "TableName": self._table, "Key": _index_key(rec.spec.topic, name.path),
                 "UpdateExpression": "SET queue_url = :url, queue_gen = :gen",
                 "ExpressionAttributeValues": {":url": values[":url"], ":gen": values[":gen"]}}})
+        if guard is not None:
+            ops.append(guard)
         self._write_subscription(name, ops, "Seek", Aborted("The subscription changed during the seek; try again."))
         return SubscriptionRecord(rec.spec, rec.created, url, gen)
 

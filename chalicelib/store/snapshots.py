@@ -5,14 +5,17 @@ Items (hash key ``pk``, range key ``sk``):
 - topic index:    pk=``topic#{topic name}`` sk=``snap#{name}``  expires (topics/{t}/snapshots lists these)
 
 ``ts`` is when the snapshot was taken (epoch ms): every message of the topic published from then on
-belongs to it; ``backlog`` is the S3 key of the ids (one per line) of the subscription's unacknowledged
-messages published before. Snapshot and index item are written and deleted together, in one transaction.
+belongs to it; ``backlog`` is the S3 key of the ids of the subscription's unacknowledged
+messages published before (JSON: ``{"ids": [...], "keys": {ordering key: epoch ms}}``, the keys' bounds being
+set for ordered subscriptions, core/seek.Restore). Snapshot and index item are written and deleted together,
+in one transaction.
 An expired snapshot is gone for every reader at once; DynamoDB's TTL (``ttl``) deletes its items later, and the
 bucket's lifecycle rule deletes backlog objects 8 days after they were written (a snapshot lives at most 7).
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -71,17 +74,23 @@ class SnapshotStore:
         self._table = config.resources_table
         self._paged = paging.PagedTable(self._ddb, self._table, PageTokens(config.ack_secret))
 
-    def put_backlog(self, key: str, message_ids: list[str]) -> None:
+    def put_backlog(self, key: str, message_ids: list[str], key_bounds: dict[str, int]) -> None:
+        body = json.dumps({"ids": message_ids, "keys": key_bounds}, separators=(",", ":"), ensure_ascii=False)
         with aws_errors("CreateSnapshot (S3 PutObject)"):
-            self._s3.put_object(Bucket=self._bucket, Key=key, Body="\n".join(message_ids).encode())
+            self._s3.put_object(Bucket=self._bucket, Key=key, Body=body.encode())
 
-    def backlog(self, rec: SnapshotRecord) -> frozenset[str]:
+    def backlog(self, rec: SnapshotRecord) -> tuple[frozenset[str], dict[str, int]]:
+        """The snapshot's held message ids and, for an ordered subscription, each ordering key's bound (ms)."""
+        return self.read_backlog(rec.backlog_key)
+
+    def read_backlog(self, key: str) -> tuple[frozenset[str], dict[str, int]]:
+        """A snapshot's backlog by its S3 key (NOT_FOUND once it is gone)."""
         try:
             with aws_errors("Seek (S3 GetObject)", allow=_MISSING):
-                body = self._s3.get_object(Bucket=self._bucket, Key=rec.backlog_key)["Body"].read().decode()
+                body = json.loads(self._s3.get_object(Bucket=self._bucket, Key=key)["Body"].read())
         except ClientError:
             raise NotFound("Snapshot does not exist") from None
-        return frozenset(line for line in body.split("\n") if line)
+        return frozenset(body["ids"]), {str(k): int(v) for k, v in body["keys"].items()}
 
     def create(self, name: Name, rec: SnapshotRecord, now: float) -> None:
         """Write the snapshot and its topic index item; an existing live one is ALREADY_EXISTS."""

@@ -11,7 +11,7 @@ import pytest
 from chalicelib.api.requests import acknowledge_request, publish_request, subscription_request
 from chalicelib.api.snapshot_requests import create_snapshot_request
 from chalicelib.core import names
-from chalicelib.core.errors import AlreadyExists, FailedPrecondition, NotFound
+from chalicelib.core.errors import Aborted, AlreadyExists, FailedPrecondition, NotFound
 from chalicelib.core.messages import NewMessage
 from chalicelib.core.models import Topic
 from chalicelib.core.requests import PullRequest
@@ -247,3 +247,43 @@ def test_a_push_subscription_pushes_from_its_new_generation(direct: Services, cl
     assert new != old
     # the push index (keyed by the queue name without its generation) still leads the pump to the subscription
     assert direct.ctx.push.index_get(queue_key(new)) == SUB.path
+
+
+def test_seek_forward_on_an_ordered_subscription_drops_every_older_message_of_a_key(
+        direct: Services, clock: FakeClock) -> None:
+    make(direct, clock, enableMessageOrdering=True)
+    for i in range(4):
+        publish(direct, f"old-{i}", key="k")
+        clock.advance(0.01)
+    clock.advance(1)
+    middle = clock.now
+    publish(direct, "new-0", key="k")
+    publish(direct, "new-1", key="k")
+    clock.advance(1)
+    direct.seek.seek_to_time(SUB, middle)
+    assert data(drain(direct)) == ["new-0", "new-1"]
+
+
+def test_snapshot_of_an_ordered_subscription_holds_each_key_from_its_oldest_waiting_message(
+        direct: Services, clock: FakeClock) -> None:
+    make(direct, clock, enableMessageOrdering=True)
+    publish(direct, "acked", key="k")
+    clock.advance(1)
+    assert data(drain(direct)) == ["acked"]
+    for i in range(3):
+        publish(direct, f"waiting-{i}", key="k")
+        clock.advance(0.01)
+    take_snapshot(direct, snapshot_name())
+    assert data(drain(direct)) == ["waiting-0", "waiting-1", "waiting-2"]
+    direct.seek.seek_to_snapshot(SUB, snapshot_name())
+    assert data(drain(direct)) == ["waiting-0", "waiting-1", "waiting-2"]
+
+
+def test_a_patch_read_before_a_seek_cannot_point_the_subscription_back_at_the_old_queue(
+        direct: Services, clock: FakeClock) -> None:
+    make(direct, clock, retainAckedMessages=True)
+    before = direct.admin.get_subscription(SUB)
+    direct.seek.seek_to_time(SUB, 0)
+    with pytest.raises(Aborted):
+        direct.ctx.resources.put_subscription(SUB, before, old_topic=TOPIC.path)
+    assert direct.admin.get_subscription(SUB).queue_url != before.queue_url

@@ -8,7 +8,7 @@ from chalicelib.api.snapshot_requests import create_snapshot_request, seek_reque
 from chalicelib.core import names
 from chalicelib.core.errors import FailedPrecondition, InvalidArgument
 from chalicelib.core.models import Subscription, Topic
-from chalicelib.core.seek import Restore, earliest_retained, replays_acked, snapshot_expiry
+from chalicelib.core.seek import Restore, earliest_retained, key_bounds, replays_acked, snapshot_expiry
 
 NOW = 1_800_000_000.0
 DAY = 86_400
@@ -47,6 +47,15 @@ def test_restore_wants_later_messages_and_the_named_backlog() -> None:
     assert Restore(int(NOW * 1000)).scan_from_ms == int(NOW * 1000)
 
 
+def test_an_ordered_snapshot_holds_each_key_from_its_oldest_waiting_message() -> None:
+    bounds = key_bounds([(mid(NOW - 50), "k"), (mid(NOW - 60), "k"), (mid(NOW - 70), ""), (mid(NOW - 10), "j")])
+    assert bounds == {"k": int((NOW - 60) * 1000), "j": int((NOW - 10) * 1000)}
+    restore = Restore(int(NOW * 1000), frozenset(), bounds)
+    assert restore.wants(mid(NOW - 55), "k") and restore.wants(mid(NOW - 60, 2), "k")
+    assert not restore.wants(mid(NOW - 61), "k") and not restore.wants(mid(NOW - 55), "j")
+    assert not restore.wants(mid(NOW - 55)) and restore.scan_from_ms == int((NOW - 60) * 1000)
+
+
 def test_snapshot_expiry_is_seven_days_less_the_oldest_backlog_age() -> None:
     assert snapshot_expiry(NOW, []) == NOW + 7 * DAY
     assert snapshot_expiry(NOW, [mid(NOW - 3 * DAY), mid(NOW - DAY)]) == pytest.approx(NOW + 4 * DAY)
@@ -57,8 +66,9 @@ def test_snapshot_expiry_is_seven_days_less_the_oldest_backlog_age() -> None:
 def test_seek_request_needs_exactly_one_target() -> None:
     assert seek_request({"time": "2026-01-01T00:00:00.5Z"}, SUB).time == pytest.approx(1767225600.5)
     assert seek_request({"snapshot": SNAP.path}, SUB).snapshot == SNAP
-    for bad in ({}, {"time": "2026-01-01T00:00:00Z", "snapshot": SNAP.path}, {"time": "yesterday"},
-                {"snapshot": "projects/p/topics/t"}, {"bogus": 1}, []):
+    bad_bodies: list[object] = [{}, {"time": "2026-01-01T00:00:00Z", "snapshot": SNAP.path}, {"time": "yesterday"},
+                                {"snapshot": "projects/p/topics/t"}, {"bogus": 1}, []]
+    for bad in bad_bodies:
         with pytest.raises(InvalidArgument):
             seek_request(bad, SUB)
 
