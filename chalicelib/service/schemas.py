@@ -12,7 +12,7 @@ from __future__ import annotations
 import uuid
 
 from chalicelib.core import names
-from chalicelib.core.errors import InvalidArgument, NotFound
+from chalicelib.core.errors import FailedPrecondition, InvalidArgument, NotFound
 from chalicelib.core.names import Name
 from chalicelib.core.pagetokens import PageTokens
 from chalicelib.core.records import TopicRecord
@@ -28,6 +28,8 @@ from chalicelib.core.schemas.model import (
 )
 from chalicelib.core.timefmt import format_timestamp_us
 from chalicelib.service.context import Context
+
+MAX_REVISIONS = 20  # Google's limit on the revisions a schema holds at a time
 
 
 class SchemaService:
@@ -46,12 +48,13 @@ class SchemaService:
 
     def get(self, name: Name, revision_id: str = "") -> SchemaRevision:
         """The newest revision, or the one named."""
-        if revision_id:
-            revision = self.store.revision(name, revision_id)
-            if revision is None:
-                raise NotFound("Schema revision not found")
-            return revision
-        return self.record(name).head
+        record = self.record(name)
+        if not revision_id:
+            return record.head
+        revision = self.store.revision(name, revision_id, record.uuid)
+        if revision is None:
+            raise NotFound("Schema revision not found")
+        return revision
 
     def record(self, name: Name) -> SchemaRecord:
         record = self.store.get(name)
@@ -70,24 +73,27 @@ class SchemaService:
     # -- revisions ---------------------------------------------------------------------------
     def commit(self, name: Name, spec: SchemaSpec) -> SchemaRevision:
         """A new revision that becomes the head; its type must be the schema's."""
-        head = self.record(name).head
+        record = self.record(name)
+        head = record.head
         if spec.type is not head.type:
             raise InvalidArgument(f"The schema's type is {head.type.value}; a revision cannot change it")
         compile_spec(spec)
+        self._check_room(name)
         revision = self._new_revision(name, spec, after=head)
-        self.store.commit(name, revision)
+        self.store.commit(name, revision, record.uuid)
         return revision
 
     def rollback(self, name: Name, revision_id: str) -> SchemaRevision:
         """A new revision with the definition of an earlier one."""
         if not revision_id:
             raise InvalidArgument("A revision id is required")
-        old = self.store.revision(name, revision_id)
+        record = self.record(name)
+        old = self.store.revision(name, revision_id, record.uuid)
         if old is None:
-            self.record(name)  # NOT_FOUND for the schema itself first
             raise NotFound("Revision not found")
-        revision = self._new_revision(name, old.spec, after=self.record(name).head)
-        self.store.commit(name, revision)
+        self._check_room(name)
+        revision = self._new_revision(name, old.spec, after=record.head)
+        self.store.commit(name, revision, record.uuid)
         return revision
 
     def list_revisions(self, name: Name, page: PageRequest) -> Page[SchemaRevision]:
@@ -143,6 +149,10 @@ class SchemaService:
         check_message(checker, request.message, request.encoding)
 
     # -- helpers -----------------------------------------------------------------------------
+    def _check_room(self, name: Name) -> None:
+        if len(self.store.revisions(name)) >= MAX_REVISIONS:
+            raise FailedPrecondition(f"A schema can have at most {MAX_REVISIONS} revisions; delete one first.")
+
     def _new_revision(self, name: Name, spec: SchemaSpec, after: SchemaRevision | None = None) -> SchemaRevision:
         """A revision created now, and in any case after ``after`` (revisions are ordered by creation time)."""
         now = self.ctx.clock()

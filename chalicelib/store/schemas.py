@@ -2,7 +2,10 @@
 
 Items (hash key ``pk``, range key ``sk``):
 - schema:   pk=``project#{p}``           sk=``schema#{id}``  doc (the newest revision as JSON), uuid
-- revision: pk=``schema#{schema name}``  sk=``rev#{revision id}``  doc
+- revision: pk=``schema#{schema name}``  sk=``rev#{revision id}``  doc, uuid (the schema's)
+
+A revision counts only while the head's uuid is its own: revisions a crash left behind when their schema was
+deleted never show up in a schema created again under the same name.
 
 A get is one GetItem of the head; the revisions of a schema are one Query. Head and revision change together,
 in one transaction. ``cached_revisions`` serves publish from a short per-process cache that this process's own
@@ -77,16 +80,21 @@ class SchemaStore:
             item = self._ddb.get_item(TableName=self._table, Key=_head_key(name), ConsistentRead=True).get("Item")
         return _record(item) if item else None
 
-    def revision(self, name: Name, revision_id: str) -> SchemaRevision | None:
+    def revision(self, name: Name, revision_id: str, uuid: str) -> SchemaRevision | None:
+        """One revision of the schema ``uuid`` names."""
         with aws_errors("GetSchemaRevision"):
             item = self._ddb.get_item(TableName=self._table, Key=_revision_key(name, revision_id),
                                       ConsistentRead=True).get("Item")
-        return _revision(item) if item else None
+        return _revision(item) if item and item.get("uuid", {}).get("S") == uuid else None
 
     def revisions(self, name: Name) -> list[SchemaRevision]:
         """Every revision of the schema, newest first (empty when the schema does not exist)."""
+        head = self.get(name)
+        if head is None:
+            return []
         items, _ = self._paged.page(f"schema#{name.path}", _REV, 0, "")
-        return sorted((_revision(i) for i in items), key=lambda r: r.created, reverse=True)
+        return sorted((_revision(i) for i in items if i.get("uuid", {}).get("S") == head.uuid),
+                      key=lambda r: r.created, reverse=True)
 
     def cached_revisions(self, name: Name) -> list[SchemaRevision]:
         now = time.monotonic()
@@ -104,7 +112,8 @@ class SchemaStore:
     # -- writes ------------------------------------------------------------------------------
     def create(self, name: Name, record: SchemaRecord) -> None:
         head: Item = {**_head_key(name), "doc": _doc(record.head), "uuid": {"S": record.uuid}}
-        rev: Item = {**_revision_key(name, record.head.revision_id), "doc": _doc(record.head)}
+        rev: Item = {**_revision_key(name, record.head.revision_id), "doc": _doc(record.head),
+                     "uuid": {"S": record.uuid}}
         try:
             self._transact("CreateSchema", name, [
                 {"Put": {"TableName": self._table, "Item": head, "ConditionExpression": "attribute_not_exists(pk)"}},
@@ -115,13 +124,17 @@ class SchemaStore:
                 raise AlreadyExists("Schema already exists") from None
             raise client_error(exc, "CreateSchema") from exc
 
-    def commit(self, name: Name, revision: SchemaRevision) -> None:
-        """Add ``revision`` and make it the head."""
+    def commit(self, name: Name, revision: SchemaRevision, uuid: str) -> None:
+        """Add ``revision`` to the schema ``uuid`` names (NOT_FOUND when it is gone) and make it the head."""
+        head = self._set_head(name, revision)
+        head["Update"]["ConditionExpression"] = "#uuid = :uuid"  # uuid is one of DynamoDB's reserved words
+        head["Update"]["ExpressionAttributeNames"] = {"#uuid": "uuid"}
+        head["Update"]["ExpressionAttributeValues"] = {":doc": _doc(revision), ":uuid": {"S": uuid}}
         try:
             self._transact("CommitSchema", name, [
-                self._set_head(name, revision),
+                head,
                 {"Put": {"TableName": self._table, "Item": {**_revision_key(name, revision.revision_id),
-                                                            "doc": _doc(revision)},
+                                                            "doc": _doc(revision), "uuid": {"S": uuid}},
                          "ConditionExpression": "attribute_not_exists(pk)"}},
             ])
         except ClientError as exc:

@@ -10,13 +10,21 @@ import pytest
 
 from chalicelib.api.requests import publish_request, pull_request, subscription_request
 from chalicelib.core import names
-from chalicelib.core.errors import AlreadyExists, InvalidArgument, NotFound
+from chalicelib.core.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound
 from chalicelib.core.models import SchemaSettings, Topic
 from chalicelib.core.requests import PageRequest
 from chalicelib.core.schemas.invalid import MessageInvalid
-from chalicelib.core.schemas.model import DELETED_SCHEMA, Encoding, SchemaSpec, SchemaType, ValidateMessageRequest
+from chalicelib.core.schemas.model import (
+    DELETED_SCHEMA,
+    Encoding,
+    SchemaRevision,
+    SchemaSpec,
+    SchemaType,
+    ValidateMessageRequest,
+)
 from chalicelib.delivery.fanout import FanOut
 from chalicelib.runtime import Services
+from chalicelib.store import batch
 from tests.functional.conftest import FakeClock, stream_event
 
 P = "func-project"
@@ -166,3 +174,53 @@ def test_revisions_made_at_the_same_instant_keep_their_order(services: Services)
     listed = services.schemas.list_revisions(SCHEMA, PageRequest(10)).items
     assert [r.revision_id for r in listed] == [third.revision_id, second.revision_id, first.revision_id]
     assert services.schemas.get(SCHEMA) == third
+
+
+def test_a_schema_holds_at_most_twenty_revisions(services: Services, clock: FakeClock) -> None:
+    first = services.schemas.create(SCHEMA, avro(V1)).head
+    for _ in range(19):
+        clock.advance(1)
+        services.schemas.commit(SCHEMA, avro(V2))
+    with pytest.raises(FailedPrecondition, match="at most 20 revisions"):
+        services.schemas.commit(SCHEMA, avro(V1))
+    with pytest.raises(FailedPrecondition):
+        services.schemas.rollback(SCHEMA, first.revision_id)
+    services.schemas.delete_revision(SCHEMA, first.revision_id)
+    services.schemas.commit(SCHEMA, avro(V1))
+
+
+def test_revisions_left_by_a_crashed_delete_do_not_come_back(services: Services,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    old = services.schemas.create(SCHEMA, avro(V2)).head
+    def crash(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("the process ends after the head went")
+
+    monkeypatch.setattr(batch, "write_all", crash)
+    with pytest.raises(RuntimeError):
+        services.schemas.delete(SCHEMA)
+    monkeypatch.undo()
+    new = services.schemas.create(SCHEMA, avro(V1)).head
+    revisions = services.schemas.list_revisions(SCHEMA, PageRequest(10)).items
+    assert [r.revision_id for r in revisions] == [new.revision_id]
+    with pytest.raises(NotFound):
+        services.schemas.get(SCHEMA, old.revision_id)
+    with_topic(services, encoding="JSON")
+    with pytest.raises(MessageInvalid):
+        publish(services, {"id": "a"}, {"id": 7})  # only the new schema's revision decides
+
+
+def test_warm_publishes_read_the_schema_once_and_compile_it_once(services: Services,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    services.schemas.create(SCHEMA, avro(V1))
+    with_topic(services, encoding="JSON")
+    reads: list[names.Name] = []
+    original = services.ctx.schemas.revisions
+
+    def counted(name: names.Name) -> list[SchemaRevision]:
+        reads.append(name)
+        return original(name)
+
+    monkeypatch.setattr(services.ctx.schemas, "revisions", counted)
+    for _ in range(5):
+        publish(services, {"id": "a"}, {"id": "b"})
+    assert len(reads) == 1 and services.topic_schemas.compiled.compiled == 1

@@ -189,3 +189,22 @@ def test_the_cache_compiles_each_revision_once_and_the_newest_accepting_revision
     cache.get(_revision("third", "{}", 3))  # over the bound: the least recently used goes
     cache.get(loose)
     assert cache.compiled == 4
+
+
+@pytest.mark.parametrize(("kind", "definition"), [
+    (SchemaType.AVRO, '{"type": "array", "items": ' * 3000 + '"int"' + "}" * 3000),
+    (SchemaType.JSON_SCHEMA, '{"items": ' * 600 + "{}" + "}" * 600),
+    (SchemaType.JSON_SCHEMA, '{"items": ' * 3000 + "{}" + "}" * 3000),
+])
+def test_deeply_nested_definitions_are_invalid_arguments(kind: SchemaType, definition: str) -> None:
+    with pytest.raises(DefinitionInvalid, match=r"nested too deeply|not JSON"):
+        compile_spec(SchemaSpec(kind, definition))
+
+
+def test_deeply_nested_messages_are_refused() -> None:
+    from chalicelib.core.schemas.compiled import check_message
+    nested = json.dumps({"type": "record", "name": "N", "fields": [{"name": "n", "type": ["null", "N"]}]})
+    checker = compile_spec(SchemaSpec(SchemaType.AVRO, nested))
+    message = ('{"n": {"N": ' * 400 + '{"n": null}' + "}}" * 400).encode()  # json reads it; the walk goes deeper
+    with pytest.raises(MessageInvalid, match="nested too deeply"):
+        check_message(checker, message, Encoding.JSON)

@@ -2,21 +2,23 @@
 
 A revision never changes, so its compiled form is kept by (schema name, revision id) for the life of the
 process (least recently used first out): publish parses a definition once, not once per message.
+
+Each language's module (and fastavro, jsonschema or the protobuf runtime with it) is imported the first time a
+definition of that language is compiled: a function that never meets a schema does not pay for loading them
+on a cold start.
 """
 
 from __future__ import annotations
 
+import importlib
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import Protocol, cast
 
 from chalicelib.core.messages import NewMessage
-from chalicelib.core.schemas.avro import AvroSchema
 from chalicelib.core.schemas.invalid import DefinitionInvalid, MessageInvalid
-from chalicelib.core.schemas.json_schema import JsonSchema
 from chalicelib.core.schemas.model import MAX_DEFINITION_BYTES, Encoding, SchemaRevision, SchemaSpec, SchemaType
-from chalicelib.core.schemas.protobuf import ProtoSchema
 
 SCHEMA_NAME = "googclient_schemaname"
 SCHEMA_ENCODING = "googclient_schemaencoding"
@@ -29,11 +31,16 @@ class Checker(Protocol):
     def check_binary(self, data: bytes) -> None: ...
 
 
-_LANGUAGES: dict[SchemaType, Callable[[str], Checker]] = {
-    SchemaType.AVRO: AvroSchema,
-    SchemaType.PROTOCOL_BUFFER: ProtoSchema,
-    SchemaType.JSON_SCHEMA: JsonSchema,
+_LANGUAGES: dict[SchemaType, tuple[str, str]] = {  # the module and the class that compile each language
+    SchemaType.AVRO: ("chalicelib.core.schemas.avro", "AvroSchema"),
+    SchemaType.PROTOCOL_BUFFER: ("chalicelib.core.schemas.protobuf", "ProtoSchema"),
+    SchemaType.JSON_SCHEMA: ("chalicelib.core.schemas.json_schema", "JsonSchema"),
 }
+
+
+def _compiler(kind: SchemaType) -> Callable[[str], Checker]:
+    module, name = _LANGUAGES[kind]
+    return cast("Callable[[str], Checker]", getattr(importlib.import_module(module), name))
 
 
 def compile_spec(spec: SchemaSpec) -> Checker:
@@ -42,15 +49,21 @@ def compile_spec(spec: SchemaSpec) -> Checker:
         raise DefinitionInvalid("the definition is empty")
     if len(spec.definition.encode()) > MAX_DEFINITION_BYTES:
         raise DefinitionInvalid(f"a definition must be at most {MAX_DEFINITION_BYTES} bytes")
-    return _LANGUAGES[spec.type](spec.definition)
+    try:
+        return _compiler(spec.type)(spec.definition)
+    except RecursionError:
+        raise DefinitionInvalid("the definition is nested too deeply") from None
 
 
 def check_message(checker: Checker, data: bytes, encoding: Encoding) -> None:
     """MessageInvalid when ``data`` does not conform."""
-    if encoding is Encoding.JSON:
-        checker.check_json(data)
-    else:
-        checker.check_binary(data)
+    try:
+        if encoding is Encoding.JSON:
+            checker.check_json(data)
+        else:
+            checker.check_binary(data)
+    except RecursionError:
+        raise MessageInvalid("the message is nested too deeply") from None
 
 
 class CompiledCache:
