@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from chalicelib.core.limits import DEPLOYED_MAX_REQUEST_BYTES
 
 APP = "metro"
-FUNCTIONS = ("api_handler", "fanout", "push", "maintenance", "seek_worker")  # Chalice's names of the app's Lambda functions
+# Chalice's names of the app's Lambda functions
+FUNCTIONS = ("api_handler", "fanout", "push", "maintenance", "seek_worker")
 _STAGE = re.compile(r"^[a-z][a-z0-9]{0,15}$")
 
 
