@@ -82,6 +82,13 @@ def _push_mappings(names: StageNames) -> list[Statement]:
     ]
 
 
+def _invoke_seek_worker(names: StageNames) -> Statement:
+    """The seek call, the worker itself and maintenance start the next chunk of a background seek."""
+    worker = names.function("seek_worker")
+    return _allow("SeekWorkerInvoke", ["lambda:InvokeFunction"], [_arn(
+        "arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::AccountId}:function:" + worker)])
+
+
 def statements(names: StageNames, function: str) -> list[Statement]:
     """The statements of one function's policy."""
     res, msg, lease = (_table(names, t) for t in names.tables)
@@ -99,6 +106,7 @@ def statements(names: StageNames, function: str) -> list[Statement]:
             _queues(names, QUEUE_DATA),
             _queues(names, QUEUE_ADMIN),
             *_push_mappings(names),
+            _invoke_seek_worker(names),
             # :metrics reads a queue's oldest message age (AWS/SQS); CloudWatch reads have no resource type
             _allow("QueueAge", ["cloudwatch:GetMetricStatistics"], ["*"]),
         ]
@@ -127,6 +135,16 @@ def statements(names: StageNames, function: str) -> list[Statement]:
             _queues(names, QUEUE_DATA),
             _queues(names, QUEUE_ADMIN),
             *_push_mappings(names),
+            _invoke_seek_worker(names),
+        ]
+    elif function == "seek_worker":  # a background seek's chunks: the log -> the new queue generation, the swap
+        out += [
+            _allow("Tables", ITEM_READ + ITEM_WRITE, [res, msg, lease]),
+            _allow("Bodies", ["s3:GetObject"], _objects(names, "raw/", "archive/", "snapshots/")),
+            _queues(names, QUEUE_DATA),
+            _queues(names, QUEUE_ADMIN),
+            *_push_mappings(names),
+            _invoke_seek_worker(names),
         ]
     else:
         raise ValueError(f"unknown function {function!r}")

@@ -27,7 +27,8 @@ from infra.ams_stage import add_ams_api
 from infra.names import StageNames
 
 # Chalice's logical ids of the functions, by Chalice function name
-FUNCTION_IDS = {"api_handler": "APIHandler", "fanout": "Fanout", "push": "Push", "maintenance": "Maintenance"}
+FUNCTION_IDS = {"api_handler": "APIHandler", "fanout": "Fanout", "push": "Push", "maintenance": "Maintenance",
+                "seek_worker": "SeekWorker"}
 FANOUT_EVENT = "FanoutDynamodbEventSource"
 DLQ_ID, ALARM_ID, MAPPING_ID = "FanoutFailures", "FanoutFailuresAlarm", "FanoutStreamMapping"
 LAYER_ID = "PyarrowLayer"
