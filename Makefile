@@ -15,7 +15,7 @@ RECORD ?=
 help: ## List the targets (this text)
 	@echo "Metro: a Google Pub/Sub REST v1 compatible service on AWS. Targets:"
 	@awk 'BEGIN {FS = ":[^#]*## "} /^[a-z][a-z0-9 -]*:.*## / {printf "  make %-26s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
-	@echo "Settings: METRO_PORT (API, default 8085), METRO_EMULATOR_PORT (AWS emulator, 4566), PY (python3)."
+	@echo "Settings: METRO_PORT (API, default 8085), METRO_AMS_PORT (AMS dialect over HTTPS, 8443), METRO_EMULATOR_PORT (AWS emulator, 4566), PY (python3)."
 
 # --- installation: two stamps, so that `make run` installs only what running needs --------------------------------
 $(BIN)/python:

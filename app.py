@@ -60,6 +60,21 @@ def subscription(project: str, subscription: str) -> Response:
     return routes.subscription(_request(), project, subscription)
 
 
+@app.route(paths.SNAPSHOTS, methods=_ALL, content_types=CONTENT_TYPES)
+def list_snapshots(project: str) -> Response:
+    return routes.list_resources(_request(), project, "snapshots")
+
+
+@app.route(paths.SNAPSHOT, methods=_ALL, content_types=CONTENT_TYPES)
+def snapshot(project: str, snapshot: str) -> Response:
+    return routes.snapshot(_request(), project, snapshot)
+
+
+@app.route(paths.TOPIC_SNAPSHOTS, methods=_ALL, content_types=CONTENT_TYPES)
+def topic_snapshots(project: str, topic: str) -> Response:
+    return routes.topic_snapshots(_request(), project, topic)
+
+
 # --- schemas ---
 @app.route(paths.SCHEMAS, methods=_ALL, content_types=CONTENT_TYPES)
 def schemas(project: str) -> Response:
@@ -102,6 +117,22 @@ def user(user: str) -> Response:
     return routes.user(_request(), user)
 
 
+# --- AMS's operational routes ---
+@app.route(paths.STATUS, methods=_ALL, content_types=CONTENT_TYPES)
+def status() -> Response:
+    return routes.operation(_request(), paths.STATUS)
+
+
+@app.route(paths.VERSION, methods=_ALL, content_types=CONTENT_TYPES)
+def version() -> Response:
+    return routes.operation(_request(), paths.VERSION)
+
+
+@app.route(paths.SERVICE_METRICS, methods=_ALL, content_types=CONTENT_TYPES)
+def service_metrics() -> Response:
+    return routes.operation(_request(), paths.SERVICE_METRICS)
+
+
 @app.schedule(Rate(1, unit=Rate.MINUTES), name="maintenance")  # the dead-letter sweep; idle expiry hourly
 def maintenance(event: Any) -> dict[str, Any]:
     return handlers.maintenance(event.to_dict(), event.context)
@@ -129,3 +160,9 @@ def push_jwks_well_known() -> Response:
 @app.lambda_function(name="push")
 def push(event: dict[str, Any], context: Any) -> dict[str, Any]:
     return handlers.push(event, context)
+
+
+# A large seek's background fill, invoked asynchronously by the seek call, by itself and by maintenance.
+@app.lambda_function(name="seek_worker")
+def seek_worker(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    return handlers.seek_worker(event, context)

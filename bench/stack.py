@@ -179,6 +179,7 @@ class BenchStack:
         self.port, self.emulator_port = free_port(), free_port()
         os.environ["METRO_PORT"] = str(self.port)
         os.environ["METRO_EMULATOR_PORT"] = str(self.emulator_port)
+        os.environ["METRO_AMS_PORT"] = str(free_port())
         os.environ["METRO_HOST"] = "127.0.0.1"
         os.environ["METRO_PULL_WAIT_SECONDS"] = str(pull_wait_seconds)
         os.environ["METRO_AUTH"] = "open"  # scenarios in keys mode switch to it themselves (keys_mode)

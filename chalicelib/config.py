@@ -53,6 +53,8 @@ class Config:
     # Topic and subscription records are cached this long on the data path (publish, pull, ack) of a warm
     # process; a change made through another instance is seen after at most this delay. 0 = no cache.
     metadata_cache_seconds: float = field(default_factory=lambda: float(_env("METRO_METADATA_CACHE_SECONDS", "5")))
+    # Live usage counters: each process writes its tally at most this often (-1 turns them off; core/live.py).
+    counter_flush_seconds: float = field(default_factory=lambda: float(_env("METRO_COUNTER_FLUSH_SECONDS", "10")))
     # Publish enqueues into the subscriptions' queues itself (the stream fans out only what it could not).
     direct_fanout: bool = field(default_factory=lambda: _env("METRO_DIRECT_FANOUT", "1") not in ("0", "false"))
     # Topics with more subscriptions than this are fanned out by the stream handler, not by publish.
@@ -71,6 +73,16 @@ class Config:
     dead_letter_grace_seconds: int = field(default_factory=lambda: int(_env("METRO_DEAD_LETTER_GRACE_SECONDS",
                                                                            "150")))
     quotas: Quotas = field(default_factory=Quotas)
+    # --- seek (docs/decisions/seek.md) ---
+    # A seek that restores more messages than this fills its new queue generation in the background: the call
+    # returns once this many are enqueued, and the seek worker goes on, a chunk of seek_chunk_messages per
+    # invocation (progress at GET .../subscriptions/{s}:seekStatus).
+    seek_inline_max_messages: int = field(default_factory=lambda: int(_env("METRO_SEEK_INLINE_MAX_MESSAGES",
+                                                                           "20000")))
+    seek_chunk_messages: int = field(default_factory=lambda: int(_env("METRO_SEEK_CHUNK_MESSAGES", "100000")))
+    # The seek worker Lambda (deployed mode) and how long one invocation may hold a seek (above its timeout).
+    seek_function: str = field(default_factory=lambda: _env("METRO_SEEK_FUNCTION", "metro-dev-seek_worker"))
+    seek_lease_seconds: float = field(default_factory=lambda: float(_env("METRO_SEEK_LEASE_SECONDS", "960")))
     # The largest request body the deployed path carries (Lambda's 6 MB payload less headroom; the deploy sets
     # it); 0 = only Google's own limits.
     max_request_bytes: int = field(default_factory=lambda: int(_env("METRO_MAX_REQUEST_BYTES", "0")))
@@ -130,6 +142,9 @@ class LocalConfig:
     # How often the local dead-letter sweep runs (deployed: every minute, with the maintenance function).
     dead_letter_sweep_interval: float = field(default_factory=lambda: float(_env("METRO_DEAD_LETTER_SWEEP_SECONDS",
                                                                                  "2")))
+    # The AMS dialect's HTTPS endpoint (argo-ams-library only speaks https) and where its certificate is kept.
+    ams_port: int = field(default_factory=lambda: int(_env("METRO_AMS_PORT", "8443")))
+    ams_cert_dir: str = field(default_factory=lambda: _env("METRO_AMS_CERT_DIR", ".metro/tls"))
 
 
 def load() -> Config:

@@ -11,11 +11,15 @@ from chalicelib import config
 from chalicelib.service.access import AccessService
 from chalicelib.service.accounts import AccountService
 from chalicelib.service.admin import AdminService
+from chalicelib.service.ams import AmsService
 from chalicelib.service.context import Context
+from chalicelib.service.offsets import OffsetService
 from chalicelib.service.publish import PublishService
 from chalicelib.service.pull import PullService
 from chalicelib.service.schema_topics import TopicSchemas
 from chalicelib.service.schemas import SchemaService
+from chalicelib.service.seek import SeekService
+from chalicelib.service.snapshots import SnapshotService
 from chalicelib.service.usage import UsageService
 from chalicelib.store.secrets import load_secrets
 
@@ -32,16 +36,21 @@ class Services:
     usage: UsageService
     access: AccessService
     accounts: AccountService
+    seek: SeekService
+    snapshots: SnapshotService
+    ams: AmsService
+    offsets: OffsetService
     schemas: SchemaService
     topic_schemas: TopicSchemas
 
     @classmethod
     def build(cls, ctx: Context) -> Services:
-        access = AccessService(ctx)
+        access, admin, seek = AccessService(ctx), AdminService(ctx), SeekService(ctx)
         schemas = SchemaService(ctx)
         topic_schemas = TopicSchemas(ctx, schemas.compiled)  # publish and validateMessage share compiled revisions
-        return cls(ctx, AdminService(ctx), PublishService(ctx, topic_schemas), PullService(ctx), UsageService(ctx),
-                   access, AccountService(ctx, access), schemas, topic_schemas)
+        return cls(ctx, admin, PublishService(ctx, topic_schemas), PullService(ctx), UsageService(ctx), access,
+                   AccountService(ctx, access), seek, SnapshotService(ctx), AmsService(ctx, admin),
+                   OffsetService(ctx, admin, seek), schemas, topic_schemas)
 
 
 def check_secrets(cfg: config.Config) -> None:

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from chalicelib.core.limits import DEPLOYED_MAX_REQUEST_BYTES
 
 APP = "metro"
-FUNCTIONS = ("api_handler", "fanout", "push", "maintenance")  # Chalice's names of the app's Lambda functions
+# Chalice's names of the app's Lambda functions
+FUNCTIONS = ("api_handler", "fanout", "push", "maintenance", "seek_worker")
 _STAGE = re.compile(r"^[a-z][a-z0-9]{0,15}$")
 
 
@@ -88,6 +89,7 @@ class StageNames:
             "METRO_BUCKET": self.bucket,
             "METRO_QUEUE_PREFIX": self.queue_prefix,
             "METRO_PUSH_FUNCTION": self.function("push"),
+            "METRO_SEEK_FUNCTION": self.function("seek_worker"),
             "METRO_MAX_REQUEST_BYTES": str(DEPLOYED_MAX_REQUEST_BYTES),
             "METRO_SECRETS_SSM_PATH": f"/{self.prefix}",
         }

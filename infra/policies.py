@@ -8,7 +8,8 @@ stage's own tables, bucket prefixes, queues and log groups. ARNs carry ``${AWS::
 ``${AWS::Region}`` and ``${AWS::AccountId}`` inside ``Fn::Sub``: ``chalice package`` copies the
 documents into the template and CloudFormation resolves them. Two Lambda actions have no resource
 type (``ListEventSourceMappings``) or none at creation (``CreateEventSourceMapping``): they are granted on
-``*``, the latter only with the condition that the mapping feeds the stage's push function.
+``*``, the latter only with the condition that the mapping feeds the stage's push function. So is
+``cloudwatch:GetMetricStatistics`` (the API's read of a queue's oldest message age), which has none either.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from infra.names import FUNCTIONS, StageNames
 CHALICE_DIR = Path(__file__).resolve().parents[1] / ".chalice"
 STAGES = ("dev", "prod")
 # Actions AWS defines without a resource type: they can only be granted on "*".
-RESOURCELESS_ACTIONS = frozenset({"lambda:ListEventSourceMappings", "lambda:CreateEventSourceMapping"})
+RESOURCELESS_ACTIONS = frozenset({"lambda:ListEventSourceMappings", "lambda:CreateEventSourceMapping",
+                                  "cloudwatch:GetMetricStatistics"})
 
 Statement = dict[str, Any]
 
@@ -80,6 +82,13 @@ def _push_mappings(names: StageNames) -> list[Statement]:
     ]
 
 
+def _invoke_seek_worker(names: StageNames) -> Statement:
+    """The seek call, the worker itself and maintenance start the next chunk of a background seek."""
+    worker = names.function("seek_worker")
+    return _allow("SeekWorkerInvoke", ["lambda:InvokeFunction"], [_arn(
+        "arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::AccountId}:function:" + worker)])
+
+
 def statements(names: StageNames, function: str) -> list[Statement]:
     """The statements of one function's policy."""
     res, msg, lease = (_table(names, t) for t in names.tables)
@@ -92,9 +101,14 @@ def statements(names: StageNames, function: str) -> list[Statement]:
             _allow("Tables", ITEM_READ + ITEM_WRITE, [res, msg, lease]),
             _allow("Bodies", ["s3:GetObject", "s3:PutObject"], _objects(names, "raw/")),
             _allow("Archive", ["s3:GetObject"], _objects(names, "archive/")),
+            _allow("SnapshotBacklogs", ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"],
+                   _objects(names, "snapshots/")),
             _queues(names, QUEUE_DATA),
             _queues(names, QUEUE_ADMIN),
             *_push_mappings(names),
+            _invoke_seek_worker(names),
+            # :metrics reads a queue's oldest message age (AWS/SQS); CloudWatch reads have no resource type
+            _allow("QueueAge", ["cloudwatch:GetMetricStatistics"], ["*"]),
         ]
     elif function == "fanout":  # the messages table's stream -> the subscriptions' queues
         out += [
@@ -121,6 +135,16 @@ def statements(names: StageNames, function: str) -> list[Statement]:
             _queues(names, QUEUE_DATA),
             _queues(names, QUEUE_ADMIN),
             *_push_mappings(names),
+            _invoke_seek_worker(names),
+        ]
+    elif function == "seek_worker":  # a background seek's chunks: the log -> the new queue generation, the swap
+        out += [
+            _allow("Tables", ITEM_READ + ITEM_WRITE, [res, msg, lease]),
+            _allow("Bodies", ["s3:GetObject"], _objects(names, "raw/", "archive/", "snapshots/")),
+            _queues(names, QUEUE_DATA),
+            _queues(names, QUEUE_ADMIN),
+            *_push_mappings(names),
+            _invoke_seek_worker(names),
         ]
     else:
         raise ValueError(f"unknown function {function!r}")

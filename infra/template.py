@@ -12,7 +12,9 @@ deploy command hands to CloudFormation:
   failure reports, bisection on error, a parallelization factor, and an on-failure destination: an
   SQS queue (the records a batch could not fan out, kept 14 days) with an alarm on its depth;
 * reserved concurrency for the functions asked for;
-* the pyarrow layer (infra/layer.py) on every function: each may read a compacted body from the archive.
+* the pyarrow layer (infra/layer.py) on every function: each may read a compacted body from the archive;
+* the AMS dialect's API (infra/ams_stage.py): the same handler behind a second API whose stage says
+  ``dialect=ams``.
 """
 
 from __future__ import annotations
@@ -21,10 +23,12 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
+from infra.ams_stage import add_ams_api
 from infra.names import StageNames
 
 # Chalice's logical ids of the functions, by Chalice function name
-FUNCTION_IDS = {"api_handler": "APIHandler", "fanout": "Fanout", "push": "Push", "maintenance": "Maintenance"}
+FUNCTION_IDS = {"api_handler": "APIHandler", "fanout": "Fanout", "push": "Push", "maintenance": "Maintenance",
+                "seek_worker": "SeekWorker"}
 FANOUT_EVENT = "FanoutDynamodbEventSource"
 DLQ_ID, ALARM_ID, MAPPING_ID = "FanoutFailures", "FanoutFailuresAlarm", "FanoutStreamMapping"
 LAYER_ID = "PyarrowLayer"
@@ -148,5 +152,6 @@ def merge(packaged: Template, settings: Settings) -> Template:
     resources.update(_failure_resources(names, settings))
     _grant_dlq(resources["FanoutRole"])
     out.setdefault("Outputs", {})["FanoutFailuresQueueUrl"] = {"Value": {"Ref": DLQ_ID}}
+    add_ams_api(resources, out["Outputs"])
     out["Description"] = f"Metro app, stage {settings.stage} (chalice package, merged by infra/template.py)"
     return out

@@ -1,17 +1,20 @@
 """Retention settings of topics and subscriptions, read from the resources table (one Scan, driver side).
 
 Items of the table (chalicelib/store/resources.py): topics at ``pk=project#{p}, sk=topic#{id}`` and
-subscriptions at ``pk=project#{p}, sk=sub#{id}``, each with its resource as JSON in ``doc``; the
-``pk=topic#...`` items are copies of subscriptions (the topic index) and are skipped.
+subscriptions at ``pk=project#{p}, sk=sub#{id}``, snapshots at ``pk=project#{p}, sk=snap#{id}``, each with its
+resource as JSON in ``doc``; the ``pk=topic#...`` items are index copies and are skipped. A topic with a
+snapshot keeps its messages at least as long as a snapshot can live (7 days).
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from chalicelib.core import limits
 from chalicelib.core.models import Subscription, Topic
 from chalicelib.core.names import Name
+from chalicelib.core.seek import SNAPSHOT_LIFETIME
 from chalicelib.core.timefmt import parse_duration
 from spark_emr.plan import RetentionSettings
 
@@ -54,6 +57,9 @@ def settings_from_items(items: list[dict[str, Any]]) -> RetentionSettings:
             keep = _seconds(sub.message_retention_duration, limits.RETENTION_DEFAULT)
             subscriptions[sub.topic] = max(subscriptions.get(sub.topic, 0), keep)
             longest = max(longest, keep)
+        elif sk.startswith("snap#"):  # a snapshot keeps its topic's messages for up to 7 days
+            topic_name = json.loads(doc).get("topic", "")
+            subscriptions[topic_name] = max(subscriptions.get(topic_name, 0), SNAPSHOT_LIFETIME)
     return RetentionSettings(topics, subscriptions, longest, known=True)
 
 

@@ -26,6 +26,8 @@ class RunningStack:
     host: str
     emulator_url: str
     log_path: Path
+    ams_host: str = ""  # host:port of the AMS dialect's HTTPS endpoint
+    ams_cert: str = ""  # the path of its self-signed certificate (for verify=)
 
     def stop(self) -> None:
         self.process.terminate()
@@ -38,23 +40,27 @@ class RunningStack:
 def stack_env(port: int, emulator_port: int, extra_env: dict[str, str] | None = None) -> dict[str, str]:
     """The environment of a stack serving on ``port`` with its emulator on ``emulator_port``."""
     env = {**os.environ, "METRO_PORT": str(port), "METRO_EMULATOR_PORT": str(emulator_port),
+           "METRO_AMS_PORT": str(free_port()),
            "METRO_PULL_WAIT_SECONDS": "2", "PYTHONUNBUFFERED": "1", **(extra_env or {})}
     env.pop("AWS_ENDPOINT_URL", None)
     return env
 
 
 def start_stack(log_path: Path, extra_env: dict[str, str] | None = None, timeout: float = 60) -> RunningStack:
-    port, emu = free_port(), free_port()
+    port, emu, ams = free_port(), free_port(), free_port()
+    ams_env = {"METRO_AMS_PORT": str(ams), "METRO_AMS_CERT_DIR": str(log_path.parent / f"{log_path.stem}-tls")}
     log = log_path.open("w")
-    proc = subprocess.Popen([sys.executable, "-m", "chalicelib.local"], cwd=ROOT, env=stack_env(port, emu, extra_env),
+    proc = subprocess.Popen([sys.executable, "-m", "chalicelib.local"], cwd=ROOT,
+                            env=stack_env(port, emu, {**ams_env, **(extra_env or {})}),
                             stdout=log, stderr=subprocess.STDOUT, text=True)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"stack exited early:\n{log_path.read_text()}")
         if "Metro listening" in log_path.read_text():
+            cert = Path(ams_env["METRO_AMS_CERT_DIR"]).resolve() / "ams-local-cert.pem"
             return RunningStack(proc, f"http://127.0.0.1:{port}", f"127.0.0.1:{port}", f"http://127.0.0.1:{emu}",
-                                log_path)
+                                log_path, f"127.0.0.1:{ams}", str(cert))
         time.sleep(0.1)
     proc.kill()
     raise RuntimeError(f"stack did not start in {timeout}s:\n{log_path.read_text()}")

@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from chalicelib.api import account_requests, requests
+from chalicelib.api import account_requests, requests, snapshot_requests
 from chalicelib.core.identity import OPEN_PRINCIPAL, Principal
 from chalicelib.core.models import Subscription
 from chalicelib.core.names import Name
@@ -112,6 +112,14 @@ def subscription_metrics(name: Name, incoming: Incoming) -> Result:
     return services().usage.subscription_metrics(name)
 
 
+def seek(name: Name, incoming: Incoming) -> Result:
+    return services().seek.seek(name, snapshot_requests.seek_request(incoming.body, name))
+
+
+def seek_status(name: Name, incoming: Incoming) -> Result:
+    return services().seek.status(name)
+
+
 # -- collections and projects ---------------------------------------------------------------------------
 def list_topics(project: str, incoming: Incoming) -> Result:
     return services().admin.list_topics(project, requests.page_request(incoming.params))
@@ -183,6 +191,8 @@ SUBSCRIPTION: Mapping[tuple[str, str], Handler] = {
     ("POST", "detach"): detach_subscription,
     ("GET", "metrics"): subscription_metrics,
     **ACL,
+    ("POST", "seek"): seek,
+    ("GET", "seekStatus"): seek_status,
 }
 COLLECTION: Mapping[str, CollectionHandler] = {  # collections are only listed (GET)
     "topics": list_topics,

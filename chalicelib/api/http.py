@@ -56,6 +56,15 @@ def error_response(err: MetroError) -> Response:
     return Response(body=json.dumps(err.to_wire()), status_code=err.http_code, headers=JSON)
 
 
+# AMS's error envelope is Google's, with its own status strings for 401 and 403 and no details.
+_AMS_STATUS = {"UNAUTHENTICATED": "UNAUTHORIZED", "PERMISSION_DENIED": "FORBIDDEN"}
+
+
+def ams_error_response(err: MetroError) -> Response:
+    body = {"error": {"code": err.http_code, "message": err.message, "status": _AMS_STATUS.get(err.status, err.status)}}
+    return Response(body=json.dumps(body), status_code=err.http_code, headers=JSON)
+
+
 def parse_body(raw: str | bytes | None) -> Any:
     """The request's JSON body; an empty body is ``{}`` as protobuf JSON allows."""
     if not raw or not raw.strip():
@@ -114,17 +123,17 @@ def split_segment(segment: str) -> tuple[str, str]:
     return resource_id, verb
 
 
-def guarded(fn: Callable[[], Response]) -> Response:
-    """Run a handler; every failure becomes a Google error, never a stack trace."""
+def guarded(fn: Callable[[], Response], render: Callable[[MetroError], Response] = error_response) -> Response:
+    """Run a handler; every failure becomes an error in the dialect's envelope, never a stack trace."""
     try:
         return fn()
     except MetroError as err:
         if err.http_code >= 500:
             log.warning("request failed: %s %s", err.status, err.message)
-        return error_response(err)
+        return render(err)
     except Exception:  # a bug must not leak a traceback or stop the server
         log.exception("unhandled error")
-        return error_response(MetroError("Internal error; the request may be retried."))
+        return render(MetroError("Internal error; the request may be retried."))
 
 
 def not_found(method: str, path: str) -> Response:

@@ -29,11 +29,17 @@ SUBSCRIPTION = "/v1/projects/{project}/subscriptions/{subscription}"
 MEMBERS = "/v1/projects/{project}/members"
 MEMBER = "/v1/projects/{project}/members/{user}"
 USERS = "/v1/users"
+SNAPSHOTS = "/v1/projects/{project}/snapshots"
+SNAPSHOT = "/v1/projects/{project}/snapshots/{snapshot}"
+TOPIC_SNAPSHOTS = "/v1/projects/{project}/topics/{topic}/snapshots"
 SCHEMAS = "/v1/projects/{project}/schemas"
 SCHEMA = "/v1/projects/{project}/schemas/{schema}"
 # ``projects/{p}/schemas:validate`` arrives as one segment next to ``topics``, ``subscriptions``, ``schemas``, ...
 PROJECT_COLLECTION_VERB = "/v1/projects/{project}/{collection}"
 USER = "/v1/users/{user}"
+STATUS = "/v1/status"
+VERSION = "/v1/version"
+SERVICE_METRICS = "/v1/metrics"
 
 # What an action applies to: nothing (service-wide), a project, or a topic or subscription of a project.
 SERVICE = "service"
@@ -80,6 +86,8 @@ PERMISSIONS: Mapping[str, Mapping[tuple[str, str], Rule]] = {
         ("DELETE", ""): _TOPIC_ADMIN,
         ("POST", "publish"): Rule(Action.PUBLISH, TOPICS_KIND),
         ("GET", "metrics"): _READ_TOPIC,
+        ("POST", "attachSchema"): _TOPIC_ADMIN,
+        ("POST", "detachSchema"): _TOPIC_ADMIN,
         ("GET", "acl"): _TOPIC_ADMIN,
         ("POST", "modifyAcl"): _TOPIC_ADMIN,
         ("GET", "getIamPolicy"): _TOPIC_ADMIN,
@@ -100,13 +108,29 @@ PERMISSIONS: Mapping[str, Mapping[tuple[str, str], Rule]] = {
         ("POST", "modifyPushConfig"): _SUB_ADMIN,
         ("POST", "detach"): _SUB_ADMIN,
         ("GET", "metrics"): _READ_SUB,
+        ("POST", "verifyPushEndpoint"): _SUB_ADMIN,
+        ("GET", "offsets"): _CONSUME,
+        ("GET", "timeToOffset"): _CONSUME,
+        ("POST", "modifyOffset"): _CONSUME,  # a seek, as Google's :seek
         ("GET", "acl"): _SUB_ADMIN,
         ("POST", "modifyAcl"): _SUB_ADMIN,
         ("GET", "getIamPolicy"): _SUB_ADMIN,
         ("POST", "getIamPolicy"): _SUB_ADMIN,
         ("POST", "setIamPolicy"): _SUB_ADMIN,
         ("POST", "testIamPermissions"): Rule(Action.PROJECT_MEMBER, SUBSCRIPTIONS_KIND),
+        ("POST", "seek"): _CONSUME,
+        ("GET", "seekStatus"): _READ_SUB,  # a Metro extension: the latest seek's progress
     },
+    # Snapshots have no ACL of their own: project admins manage them, whoever reads subscriptions reads them,
+    # and seeking to one is consuming from the subscription (the SUBSCRIPTION route's ``seek``).
+    SNAPSHOTS: {("GET", ""): Rule(Action.READ_SUBSCRIPTIONS, IN_PROJECT)},
+    SNAPSHOT: {
+        ("PUT", ""): _PROJECT_ADMIN,
+        ("GET", ""): Rule(Action.READ_SUBSCRIPTIONS, IN_PROJECT),
+        ("PATCH", ""): _PROJECT_ADMIN,
+        ("DELETE", ""): _PROJECT_ADMIN,
+    },
+    TOPIC_SNAPSHOTS: {("GET", ""): _READ_TOPIC},
     MEMBERS: {("GET", ""): _PROJECT_ADMIN},
     MEMBER: {
         ("GET", ""): _PROJECT_ADMIN,
@@ -126,6 +150,9 @@ PERMISSIONS: Mapping[str, Mapping[tuple[str, str], Rule]] = {
         ("POST", "rollback"): _PROJECT_ADMIN,
         ("GET", "listRevisions"): _PROJECT_MEMBER,
         ("DELETE", "deleteRevision"): _PROJECT_ADMIN,
+        ("POST", ""): _PROJECT_ADMIN,  # AMS: create
+        ("PUT", ""): _PROJECT_ADMIN,  # AMS: update (a new revision)
+        ("POST", "validate"): _PROJECT_MEMBER,  # AMS: validate a message
     },
     USER: {
         ("GET", "profile"): Rule(Action.AUTHENTICATED, SERVICE),  # GET /v1/users/profile: the caller
@@ -135,6 +162,9 @@ PERMISSIONS: Mapping[str, Mapping[tuple[str, str], Rule]] = {
         ("DELETE", ""): _SERVICE_ADMIN,
         ("POST", "refreshToken"): _SERVICE_ADMIN,
     },
+    STATUS: {("GET", ""): Rule(Action.AUTHENTICATED, SERVICE)},
+    VERSION: {("GET", ""): Rule(Action.AUTHENTICATED, SERVICE)},
+    SERVICE_METRICS: {("GET", ""): _SERVICE_ADMIN},
 }
 
 

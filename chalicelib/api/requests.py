@@ -83,6 +83,8 @@ def topic_request(body: Any, name: Name) -> Topic:
 def subscription_request(body: Any, name: Name) -> Subscription:
     """``PUT .../subscriptions/{s}``: the Subscription to create (a name in the body must be the URL's)."""
     subscription = parse_model(Subscription, body, "subscription")
+    if subscription.ams_push is not None or subscription.ams_offset_ms:  # AMS's own settings: its dialect only
+        raise InvalidArgument('Invalid JSON payload received. Unknown name "amsPush": Cannot find field.')
     _same_name(subscription.name, name)
     return subscription
 

@@ -24,6 +24,10 @@ class IdSource:
     def token(self) -> str:
         return secrets.token_hex(8)
 
+    def secret(self) -> str:
+        """An unguessable value (160 random bits, hex): AMS's verification hashes and push authorization."""
+        return secrets.token_hex(20)
+
     def generation(self) -> int:
         return self._rand()
 

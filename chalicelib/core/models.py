@@ -129,6 +129,19 @@ class ExpirationPolicy(Wire):
         return _duration(v, "expiration_policy.ttl", 24 * 3600, 10**10)
 
 
+class AmsPush(Wire):
+    """The ARGO Messaging Service's push settings of a subscription, kept beside its Google push config
+    (core/ams.py reads and renders them; Google's dialect neither takes nor shows them)."""
+
+    max_messages: int = 1
+    retry_type: str = "linear"
+    retry_period_ms: int = 3000
+    authorization_type: str = "disabled"
+    authorization_value: str = ""
+    verification_hash: str = ""
+    verified: bool = False
+
+
 class Subscription(Wire):
     name: str = ""
     topic: str = ""
@@ -148,6 +161,8 @@ class Subscription(Wire):
     enable_exactly_once_delivery: bool = False
     topic_message_retention_duration: str | None = None
     state: str | int | None = None
+    ams_push: AmsPush | None = None
+    ams_offset_ms: int = 0  # where AMS's :modifyOffset last moved the subscription (core/offsets.py)
 
     _check_labels = field_validator("labels")(_labels)
 
@@ -196,6 +211,8 @@ class Subscription(Wire):
             "expiration_policy": ExpirationPolicy(ttl=f"{limits.EXPIRATION_DEFAULT}s") if expiration is None
             else expiration,
             "state": "ACTIVE",
+            "ams_push": None,
+            "ams_offset_ms": 0,
         })
 
 

@@ -22,12 +22,14 @@ from typing import Any
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
+from chalicelib.core import live, names
 from chalicelib.core.backoff import NACK_FLOOR, PushThrottle, ThrottleState
 from chalicelib.core.last_attempt import is_last_attempt
 from chalicelib.core.records import SubscriptionRecord
-from chalicelib.delivery import lanes
-from chalicelib.delivery.push_request import Item, Poster, build_request, http_post
+from chalicelib.delivery import ams_batches, lanes
+from chalicelib.delivery.push_request import Item, Poster, build_batch_request, build_request, http_post
 from chalicelib.delivery.scheduler import ACKED, Batch, Clock, Outcome, Scheduler
+from chalicelib.service.ams import push_ready
 from chalicelib.service.context import Context
 from chalicelib.service.deadletter import parked_seconds
 from chalicelib.service.delivery import Delivery, Steps, SubscriptionCache, decode
@@ -107,6 +109,7 @@ class PushDelivery:
         self.steps.skipped(rec, [d for d in deliveries
                                  if d.key not in batch.pushed and not batch.results.get(d.key, ACKED).acked])
         self._settle(batch)
+        self._count(batch)
         try:  # the outcomes are settled: bookkeeping failures must not turn them into failures
             if batch.counted and _worth_saving(before, throttle.state):
                 self.ctx.push.save_throttle(rec.name, throttle.state)
@@ -130,7 +133,7 @@ class PushDelivery:
         """Outcomes for the messages that never reach the endpoint; the scheduler pushes the lanes."""
         rec = batch.rec
         assert rec.spec.push_config is not None
-        if not endpoint_allowed(self.ctx.config, rec.spec.push_config.push_endpoint):
+        if not (endpoint_allowed(self.ctx.config, rec.spec.push_config.push_endpoint) and push_ready(self.ctx, rec)):
             batch.results.update({d.key: Outcome(False, rec.spec.ack_deadline) for d in batch.deliveries})
             return
         sorted_ = lanes.sort(rec, batch.deliveries)
@@ -143,7 +146,9 @@ class PushDelivery:
             out = self.steps.dead_letter(rec, sorted_.dead)
             batch.results.update({d.key: ACKED for d in out.removed})
             batch.results.update({d.key: Outcome(False, parked_seconds(self.ctx)) for d in out.parked})
-        self.scheduler.run(batch, sorted_.lanes)
+        size = ams_batches.chunk_size(rec)
+        self.scheduler.run(batch, ams_batches.group(batch, sorted_.lanes, size) if size > 1 else sorted_.lanes)
+        ams_batches.spread(batch)
 
     def _end_last_attempts(self, batch: Batch) -> None:
         """A last attempt that was not acknowledged goes to the dead-letter topic now, not on its next receive."""
@@ -165,10 +170,24 @@ class PushDelivery:
                                pc.oidc_token.audience or pc.push_endpoint, self.ctx.clock())
             if token is None:
                 return None
-        item = Item(d.key, d.receipt, d.attempt, d.group, d.env, d.data, d.skips)
-        body, headers = build_request(rec, item, token)
+        chunk = batch.chunks.get(d.key)
+        if chunk is not None:
+            items = [Item(c.key, c.receipt, c.attempt, c.group, c.env, c.data, c.skips) for c in chunk]
+            body, headers = build_batch_request(rec, items, token)
+        else:
+            body, headers = build_request(rec, Item(d.key, d.receipt, d.attempt, d.group, d.env, d.data, d.skips),
+                                          token)
         elapsed = self.monotonic() - batch.started
         return self._post(pc.push_endpoint, body, headers, max(0.5, batch.timeout - elapsed))
+
+    def _count(self, batch: Batch) -> None:
+        """The batch's deliveries and acknowledgements, for the live counters (core/live.py)."""
+        pushed = [k for k in batch.pushed if k in batch.results]
+        if pushed:
+            name = names.parse(batch.rec.name, "subscriptions")
+            acked = sum(1 for k in pushed if batch.results[k].acked)
+            self.ctx.counters.add(name.project, f"sub#{name.id}", {live.DELIVERED: len(pushed), live.ACKED: acked},
+                                  self.ctx.clock())
 
     # -- settle -------------------------------------------------------------------------------------
     def _settle(self, batch: Batch) -> None:

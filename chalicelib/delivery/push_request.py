@@ -114,16 +114,40 @@ def build_request(rec: SubscriptionRecord, item: Item, token: str | None) -> tup
     pc = rec.spec.push_config
     env, data = item.env, item.data or b""
     assert pc is not None and env is not None
-    publish_time = format_timestamp(parse_timestamp(env.publish_time, "publish_time"))
-    dead_letter = max_attempts(rec) > 0
-    headers = {"User-Agent": USER_AGENT}
-    if token:
-        headers["Authorization"] = f"Bearer {token}"
+    headers = request_headers(rec, token)
     if pc.no_wrapper is not None:
         headers["Content-Type"] = "application/octet-stream"
         if pc.no_wrapper.write_metadata:
-            headers.update(metadata_headers(rec, item, publish_time))
+            headers.update(metadata_headers(rec, item, _publish_time(env)))
         return data, headers
+    headers["Content-Type"] = "application/json"
+    return _json(wrapped_body(rec, item)), headers
+
+
+def request_headers(rec: SubscriptionRecord, token: str | None) -> dict[str, str]:
+    """User-Agent, and the push token (or AMS's generated authorization value) as Authorization."""
+    headers = {"User-Agent": USER_AGENT}
+    ams = rec.spec.ams_push
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    elif ams is not None and ams.authorization_type == "autogen" and ams.authorization_value:
+        headers["Authorization"] = ams.authorization_value
+    return headers
+
+
+def _publish_time(env: envelope.Envelope) -> str:
+    return format_timestamp(parse_timestamp(env.publish_time, "publish_time"))
+
+
+def _json(body: dict[str, Any]) -> bytes:
+    return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "replace")
+
+
+def wrapped_body(rec: SubscriptionRecord, item: Item) -> dict[str, Any]:
+    """The JSON object pushed for one message: ``{"message": {...}, "subscription": ...}``."""
+    env, data = item.env, item.data or b""
+    assert env is not None
+    publish_time = _publish_time(env)
     message: dict[str, Any] = {
         "data": base64.b64encode(data).decode("ascii"),
         "attributes": env.attributes,
@@ -135,7 +159,13 @@ def build_request(rec: SubscriptionRecord, item: Item, token: str | None) -> tup
     if env.ordering_key:
         message["orderingKey"] = env.ordering_key
     body: dict[str, Any] = {"message": message, "subscription": rec.name}
-    if dead_letter:
+    if max_attempts(rec) > 0:
         body["deliveryAttempt"] = item.attempt
+    return body
+
+
+def build_batch_request(rec: SubscriptionRecord, items: list[Item], token: str | None) -> tuple[bytes, dict[str, str]]:
+    """AMS's body for ``maxMessages`` > 1: ``{"messages": [{"message": {...}, "subscription": ...}, ...]}``."""
+    headers = request_headers(rec, token)
     headers["Content-Type"] = "application/json"
-    return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "replace"), headers
+    return _json({"messages": [wrapped_body(rec, item) for item in items]}), headers

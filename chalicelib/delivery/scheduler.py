@@ -45,6 +45,7 @@ class Batch:
     results: dict[str, Outcome] = field(default_factory=dict)
     counted: int = 0  # outcomes recorded in the throttle
     pushed: set[str] = field(default_factory=set)  # deliveries POSTed in this batch (delivery attempts)
+    chunks: dict[str, list[Delivery]] = field(default_factory=dict)  # AMS maxMessages > 1 (delivery/ams_batches.py)
 
 
 def whole_seconds(value: float) -> int:

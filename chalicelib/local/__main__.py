@@ -41,6 +41,7 @@ def require_free_ports(aws: bool) -> None:
     """Check the ports before anything starts: moto's server thread would otherwise wait forever on a taken port."""
     local = LocalConfig()
     require_free_port(local.host, local.port, "the Metro API", "METRO_PORT")
+    require_free_port(local.host, local.ams_port, "the AMS dialect's HTTPS endpoint", "METRO_AMS_PORT")
     endpoint = os.environ.get("AWS_ENDPOINT_URL")
     if not aws and not (endpoint and listening(endpoint)):
         require_free_port("127.0.0.1", local.emulator_port, "the AWS emulator", "METRO_EMULATOR_PORT")

@@ -74,6 +74,10 @@ def _bucket(s3: Any, props: dict[str, Any], region: str) -> None:
         rules = [{"ApplyServerSideEncryptionByDefault": r["ServerSideEncryptionByDefault"]}
                  for r in props["BucketEncryption"]["ServerSideEncryptionConfiguration"]]
         s3.put_bucket_encryption(Bucket=name, ServerSideEncryptionConfiguration={"Rules": rules})
+    if "LifecycleConfiguration" in props:  # moto's CloudFormation ignores it: applied here, as deployed
+        s3.put_bucket_lifecycle_configuration(Bucket=name, LifecycleConfiguration={"Rules": [
+            {"ID": r["Id"], "Status": r["Status"], "Filter": {"Prefix": r["Prefix"]},
+             "Expiration": {"Days": r["ExpirationInDays"]}} for r in props["LifecycleConfiguration"]["Rules"]]})
 
 
 def bootstrap(config: Config, template: Path = TEMPLATE) -> None:

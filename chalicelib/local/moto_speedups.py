@@ -11,7 +11,12 @@ fast moto does it. ``METRO_MOTO_SPEEDUP=0`` turns them off for ``make run``.
    value). Queues still scan in O(depth); each scan is ~30x cheaper. Measured: a pull and ack of 100
    messages from a 100-message queue through ``make run`` took ~1,100 ms before, ~210 ms after
    (docs/decisions/bench-method.md has the throughput figures).
-2. The server's module list. moto's server rescans its package directory on every request
+2. Sends. Every message sent reads ``Queue.attributes`` (for ``ContentBasedDeduplication`` alone), which
+   computes every attribute, the three approximate counts included: three scans of the queue per
+   message, so filling a queue is quadratic in its depth (10,000 messages sent into one queue took about
+   60 s). While a send runs, its thread sees a ``Queue.attributes`` holding just that setting, computed
+   exactly as the full property does; every other caller (GetQueueAttributes, other threads) the full one.
+3. The server's module list. moto's server rescans its package directory on every request
    (``host in list_of_moto_modules()``, ~1.5 ms of CPU a request) and logs every request; the list
    never changes, so it is computed once, and only errors are logged.
 """
@@ -21,14 +26,16 @@ from __future__ import annotations
 import datetime
 import functools
 import logging
+import threading
 import time
 from typing import Any
 
 
 @functools.cache
 def speed_up_moto() -> bool:
-    """Apply both patches in this process (once: later calls return at once); returns whether they are in place."""
+    """Apply the patches in this process (once: later calls return at once); returns whether they are in place."""
     _patch_sqs_clock()
+    _patch_sqs_sends()
     _cache_module_list()
     return True
 
@@ -48,6 +55,41 @@ def _patch_sqs_clock() -> None:
     module: Any = sqs_models
     module.unix_time = unix_time
     module.unix_time_millis = unix_time_millis
+
+
+_sending = threading.local()
+
+
+def _patch_sqs_sends() -> None:
+    import moto.sqs.models as sqs_models
+
+    queue_class: Any = sqs_models.Queue
+    backend_class: Any = sqs_models.SQSBackend
+    full = queue_class.attributes
+
+    def attributes(self: Any) -> dict[str, Any]:
+        if not getattr(_sending, "active", False):
+            return dict(full.fget(self))
+        if not self.fifo_queue:
+            return {}
+        value = self.content_based_deduplication
+        return {"ContentBasedDeduplication": str(value).lower() if isinstance(value, bool) else value}
+
+    def sending(method: Any) -> Any:
+        @functools.wraps(method)
+        def wrapped(*args: Any, **kwargs: Any) -> Any:
+            outer = getattr(_sending, "active", False)
+            _sending.active = True
+            try:
+                return method(*args, **kwargs)
+            finally:
+                _sending.active = outer
+
+        return wrapped
+
+    queue_class.attributes = property(attributes)
+    backend_class.send_message = sending(backend_class.send_message)
+    backend_class.send_message_batch = sending(backend_class.send_message_batch)
 
 
 def _cache_module_list() -> None:

@@ -6,6 +6,7 @@ import json
 import logging
 import os
 import threading
+from pathlib import Path
 from typing import Any
 
 from chalice.config import Config as ChaliceConfig
@@ -23,6 +24,7 @@ from chalicelib import runtime
 from chalicelib.core.errors import NotFound
 from chalicelib.delivery import handlers
 from chalicelib.local.bootstrap import bootstrap
+from chalicelib.local.invoke_pump import InvokePump
 from chalicelib.local.moto_speedups import speed_up_moto
 from chalicelib.local.probe import listening as _listening
 from chalicelib.local.pump import StreamPump
@@ -89,6 +91,7 @@ class Stack:
         self.push_pump = PushPump(self.config, handlers.push, refresh=self.local.push_refresh)
         self.schedule = Schedule(handlers.maintenance, self.local.maintenance_interval)
         self.sweep = Schedule(handlers.dead_letter_sweep, self.local.dead_letter_sweep_interval, "dead-letter-sweep")
+        self.invocations = InvokePump(runtime.services().ctx.invoker.pending, {"seek_worker": handlers.seek_worker})
         from app import app  # imported late: the app reads configuration when first used
 
         # As `chalice local` does: make current_request thread-local, since requests run concurrently.
@@ -96,12 +99,22 @@ class Stack:
         app.__class__ = CustomLocalChalice
         self.server = LocalDevServer(app, ChaliceConfig(chalice_stage="local"), self.local.host, self.local.port,
                                      handler_cls=RequestHandler)
+        from chalicelib.local.ams_server import ams_server
+        from chalicelib.local.tls import ensure_certificate
+
+        self.ams_cert, ams_key = ensure_certificate(Path(self.local.ams_cert_dir).resolve())
+        self.ams = ams_server(app, self.local.host, self.local.ams_port, self.ams_cert, ams_key)
 
     def serve(self) -> None:
         self.pump.start()
         self.push_pump.start()
         self.schedule.start()
         self.sweep.start()
+        threading.Thread(target=self.ams.server.serve_forever, kwargs={"poll_interval": 0.2}, name="ams",
+                         daemon=True).start()
+        print(f"Metro AMS dialect on https://{self.local.host}:{self.local.ams_port} (certificate: {self.ams_cert})",
+              flush=True)
+        self.invocations.start()
         endpoint = self.config.endpoint_url or "AWS"
         auth = "open: every caller is service_admin" if self.config.auth_mode == "open" else "keys required"
         print(f"Metro listening on http://{self.local.host}:{self.local.port} (AWS: {endpoint}; auth: {auth})",
@@ -113,7 +126,10 @@ class Stack:
         self.push_pump.stop()
         self.schedule.stop()
         self.sweep.stop()
+        self.invocations.stop()
         threading.Thread(target=self.server.shutdown, daemon=True).start()
+        threading.Thread(target=self.ams.shutdown, daemon=True).start()
         self.server.server.server_close()
+        self.ams.server.server_close()
         if self.emulator is not None:
             self.emulator.stop()

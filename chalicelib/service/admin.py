@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from chalicelib.core import names
-from chalicelib.core.errors import AlreadyExists, NotFound
+from chalicelib.core.errors import Aborted, AlreadyExists, NotFound
 from chalicelib.core.models import Subscription, Topic
 from chalicelib.core.names import DELETED_TOPIC, Name
 from chalicelib.core.records import SubscriptionRecord, TopicRecord
@@ -66,7 +66,7 @@ class AdminService:
                 try:
                     self.resources.put_subscription(names.parse(rec.name, "subscriptions"), rec.with_spec(spec),
                                                     old_topic=name.path)
-                except NotFound:
+                except (NotFound, Aborted):  # gone, or a seek swapped its queue: read again
                     continue
 
     def topic_subscription_names(self, name: Name, page: PageRequest) -> Page[str]:
@@ -137,6 +137,8 @@ class AdminService:
             quotas.check_push(self.ctx, name)
         if spec.ack_deadline != rec.spec.ack_deadline:
             self.ctx.queues.set_visibility_default(rec.queue_url, spec.ack_deadline)
+        if spec.retention_seconds != rec.spec.retention_seconds:  # the queue keeps messages as long
+            self.ctx.queues.set_retention(rec.queue_url, spec.retention_seconds)
         new = rec.with_spec(spec)
         self.resources.put_subscription(name, new, old_topic=rec.spec.topic if rec.attached else None)
         push_config.sync(self.ctx, rec, new)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from chalicelib.core import names
+from chalicelib.core import limits, names
 from chalicelib.core.errors import InvalidArgument, NotFound
 from chalicelib.core.filters import parse_filter
 from chalicelib.core.models import Subscription
@@ -10,6 +10,10 @@ from chalicelib.service.context import Context
 
 
 def check_subscription(spec: Subscription, ctx: Context) -> None:
+    if spec.message_retention_duration is not None and spec.retention_seconds > limits.SUBSCRIPTION_RETENTION_MAX:
+        # Checked here, not in the model: a stored subscription is read back whatever it was created with.
+        raise InvalidArgument("message_retention_duration out of bounds: a subscription keeps messages for "
+                              "10 minutes to 7 days.")
     if spec.filter:
         parse_filter(spec.filter)
     if spec.dead_letter_policy and spec.dead_letter_policy.dead_letter_topic:

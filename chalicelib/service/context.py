@@ -13,15 +13,22 @@ from dataclasses import dataclass, field
 from chalicelib.config import Config
 from chalicelib.core.ackids import AckIdCodec
 from chalicelib.core.ids import IdSource
+from chalicelib.store.counters import CounterStore
+from chalicelib.store.history import TopicHistory
 from chalicelib.store.identity import IdentityStore
+from chalicelib.store.invoker import AsyncInvoker
 from chalicelib.store.last_attempts import LastAttemptStore
 from chalicelib.store.leases import ExactLeases, SkipStore
 from chalicelib.store.log import MessageLog
+from chalicelib.store.log_bounds import LogBounds
 from chalicelib.store.mappings import MappingStore
 from chalicelib.store.push_state import PushStore
+from chalicelib.store.queue_age import QueueAge
 from chalicelib.store.queues import QueueStore
 from chalicelib.store.resources import ResourceStore
 from chalicelib.store.schemas import SchemaStore
+from chalicelib.store.seek_jobs import SeekJobStore
+from chalicelib.store.snapshots import SnapshotStore
 from chalicelib.store.usage import UsageStore
 
 Clock = Callable[[], float]
@@ -39,8 +46,15 @@ class Context:
     mappings: MappingStore
     usage: UsageStore
     identity: IdentityStore
+    history: TopicHistory
+    snapshots: SnapshotStore
+    bounds: LogBounds
+    counters: CounterStore
+    queue_age: QueueAge
     schemas: SchemaStore
     last_attempts: LastAttemptStore
+    seek_jobs: SeekJobStore
+    invoker: AsyncInvoker
     clock: Clock = time.time
     ids: IdSource = field(default_factory=IdSource)
 
@@ -50,9 +64,12 @@ class Context:
 
     @classmethod
     def from_config(cls, config: Config, clock: Clock = time.time, ids: IdSource | None = None) -> Context:
-        return cls(config=config, resources=ResourceStore(config), log=MessageLog(config), queues=QueueStore(config),
+        log = MessageLog(config)
+        return cls(config=config, resources=ResourceStore(config), log=log, queues=QueueStore(config),
                    exact=ExactLeases(config), skips=SkipStore(config),
                    push=PushStore(config), mappings=MappingStore(config), usage=UsageStore(config),
-                   identity=IdentityStore(config), schemas=SchemaStore(config),
+                   identity=IdentityStore(config), history=TopicHistory(config, log), snapshots=SnapshotStore(config),
+                   bounds=LogBounds(config), schemas=SchemaStore(config), counters=CounterStore(config),
+                   queue_age=QueueAge(config), seek_jobs=SeekJobStore(config), invoker=AsyncInvoker(config),
                    last_attempts=LastAttemptStore(config),
                    clock=clock, ids=ids or IdSource())

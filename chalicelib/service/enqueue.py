@@ -35,9 +35,12 @@ def wants(sub: SubscriptionRecord, entry: LogEntry, attributes: dict[str, str] |
     """Whether ``sub`` should receive messages of this publish request (attributes: per message)."""
     if not sub.attached or ids.publish_ms(entry.request_id) < int(sub.created * 1000):
         return False
-    if attributes is not None and sub.spec.filter:
-        return _filter(sub.spec.filter).matches(attributes)
-    return True
+    return attributes is None or matches_filter(sub, attributes)
+
+
+def matches_filter(sub: SubscriptionRecord, attributes: dict[str, str]) -> bool:
+    """Whether a message with these attributes passes the subscription's filter (no filter: every message)."""
+    return not sub.spec.filter or _filter(sub.spec.filter).matches(attributes)
 
 
 def to_outgoing(sub: SubscriptionRecord, entry: LogEntry, msg: payload.StoredMessage, offset: int,

@@ -18,7 +18,7 @@ import dataclasses
 import logging
 from collections.abc import Sequence
 
-from chalicelib.core import ids, limits, payload
+from chalicelib.core import ids, limits, live, payload
 from chalicelib.core.errors import MetroError
 from chalicelib.core.messages import NewMessage
 from chalicelib.core.names import Name
@@ -71,6 +71,8 @@ class PublishService:
             self.ctx.log.append(entry, blob)
         else:
             self._store_and_fan_out(entry, blob, body_start, stored)
+        self.ctx.counters.add(topic.project, f"topic#{topic.id}",
+                              {live.PUBLISHED: len(stored), live.BYTES: sum(len(m.data) for m in messages)}, now)
         return [m.message_id for m in stored]
 
     def _store_and_fan_out(self, entry: LogEntry, blob: bytes, body_start: int,

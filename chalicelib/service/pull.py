@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 
-from chalicelib.core import limits
+from chalicelib.core import limits, live
 from chalicelib.core.ackids import AckId
 from chalicelib.core.errors import FailedPrecondition, InvalidArgument
 from chalicelib.core.names import Name
@@ -26,6 +26,7 @@ from chalicelib.service.deadletter import parked_seconds
 from chalicelib.service.delivery import Delivery, Steps, decode
 from chalicelib.service.last_attempts import LastAttempts
 from chalicelib.service.publish import PublishService
+from chalicelib.store.leases import exact_key
 
 LINGER_STEP_SECONDS = 0.01
 
@@ -64,6 +65,7 @@ class PullService:
         if later:  # redeliveries: a longer backoff after their expiry
             self.ctx.queues.change_visibility_batch(rec.queue_url, list(later.items()))
         self._require_bodies(deliveries)
+        self.ctx.counters.add(name.project, f"sub#{name.id}", {live.DELIVERED: len(deliveries)}, self.ctx.clock())
         return PullResponse(tuple(self._received(name, rec, lease_id, d) for d in deliveries))
 
     def _received(self, name: Name, rec: SubscriptionRecord, lease_id: str, d: Delivery) -> ReceivedMessage:
@@ -106,7 +108,8 @@ class PullService:
         held: list[Delivery] = []
         deadline, expires = now + rec.spec.ack_deadline, int(now + rec.spec.retention_seconds)
         for d in deliveries:
-            state = self.ctx.exact.claim(rec.name, d.message_id, token, deadline, now, expires)
+            key = exact_key(rec.queue_gen, d.message_id)
+            state = self.ctx.exact.claim(rec.name, key, token, deadline, now, expires)
             if state == "ok":
                 keep.append(d)
             elif state == "acked":
@@ -187,9 +190,11 @@ class PullService:
     def acknowledge(self, name: Name, request: AcknowledgeRequest) -> Empty:
         rec, acks = self._open(name, request.ack_ids)
         now = self.ctx.clock()
-        good, failed = self._settle(rec, acks, lambda a: self.ctx.exact.ack(name.path, a.message_id, a.lease_id, now))
+        good, failed = self._settle(rec, acks, lambda a: self.ctx.exact.ack(
+            name.path, exact_key(a.queue_gen, a.message_id), a.lease_id, now))
         if good:
             self.ctx.queues.delete_batch(rec.queue_url, [a.receipt for a in good])
+            self.ctx.counters.add(name.project, f"sub#{name.id}", {live.ACKED: len(good)}, now)
         self._raise_failures(failed)
         return Empty()
 
@@ -198,8 +203,8 @@ class PullService:
         rec, acks = self._open(name, request.ack_ids)
         now = self.ctx.clock()
         until = now + seconds if seconds else now - 0.001
-        good, failed = self._settle(rec, acks, lambda a: self.ctx.exact.extend(name.path, a.message_id, a.lease_id,
-                                                                               until, now))
+        good, failed = self._settle(rec, acks, lambda a: self.ctx.exact.extend(
+            name.path, exact_key(a.queue_gen, a.message_id), a.lease_id, until, now))
         # A nack (deadline 0) redelivers at once, or after the retry policy's backoff; a new deadline keeps
         # the backoff that follows its expiry. A nacked last attempt goes to the dead-letter topic now.
         if seconds:

@@ -15,8 +15,15 @@ from chalicelib.store import aws, batch
 from chalicelib.store.errors import aws_errors, code_of
 
 
+def exact_key(gen: int, message_id: str) -> str:
+    """The exactly-once state of a message in one queue generation: a seek starts a new generation, so each
+    restored message is delivered (and acknowledged) once per seek."""
+    return f"{gen}#{message_id}"
+
+
 class ExactLeases:
-    """Per-message delivery state for exactly-once subscriptions (item ``lease`` = ``m#{message id}``).
+    """Per-message delivery state for exactly-once subscriptions (item ``lease`` = ``m#{queue gen}#{message id}``,
+    the ``mid`` of these methods being :func:`exact_key`).
 
     ``st`` is ``leased`` or ``acked``; ``tok`` the token of the delivery holding it; ``deadline``
     when that delivery expires. Every transition is one conditional UpdateItem, so of two racing

@@ -96,6 +96,10 @@ class MessageLog:
         """Bodies of messages of the raw object ``key`` after compaction deleted it: read from the
         Parquet archive (the hour's manifest, then only the files whose id range can hold an id).
         Ids the archive does not hold (past retention) are absent from the result."""
+        return {mid: body[0] for mid, body in self.read_archived_messages(key, message_ids).items()}
+
+    def read_archived_messages(self, key: str, message_ids: list[str]) -> dict[str, archive.Body]:
+        """As :meth:`read_archived`, with each message's (data, attributes, ordering key)."""
         if not message_ids:
             return {}
         try:
@@ -104,7 +108,6 @@ class MessageLog:
             return {}
         try:
             with aws_errors("S3 GetObject (archive)"):
-                found = archive.read_archived_bodies(self._s3, self._bucket, topic, message_ids)
+                return archive.read_archived_bodies(self._s3, self._bucket, topic, message_ids)
         except ImportError as exc:  # pyarrow missing from this deployment
             raise Unavailable(f"The archive of {topic} cannot be read here ({exc.name} is not installed).") from exc
-        return {mid: body[0] for mid, body in found.items()}

@@ -47,6 +47,7 @@ SEND_ROUNDS = 4  # entries that failed for a passing reason are sent again this 
 SEND_BACKOFF = 0.05
 _BACKLOG: tuple[QueueAttributeNameType, ...] = ("ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible")
 SQS_MAX_WAIT = 20
+DRAIN_MISSES = 3  # empty receives in a row (with messages still counted) before a drain stops
 SQS_MIN_RETENTION = 60
 SQS_MAX_RETENTION = 14 * 24 * 3600
 # SendMessageBatch calls of one fan-out run concurrently on this shared pool (botocore clients are thread-safe).
@@ -91,6 +92,10 @@ class Received:
     sent_at: float  # epoch seconds
 
 
+def _retention_period(seconds: float) -> str:
+    return str(int(min(max(seconds, SQS_MIN_RETENTION), SQS_MAX_RETENTION)))
+
+
 def queue_name(prefix: str, subscription: str, gen: int, fifo: bool) -> str:
     """SQS allows 80 characters of [A-Za-z0-9_-]: hash the subscription name."""
     digest = hashlib.sha256(subscription.encode()).hexdigest()[:40]
@@ -108,7 +113,7 @@ class QueueStore:
     def create(self, subscription: str, gen: int, fifo: bool, visibility: int, retention: float) -> str:
         attrs: dict[QueueAttributeNameType, str] = {
             "VisibilityTimeout": str(visibility),
-            "MessageRetentionPeriod": str(int(min(max(retention, SQS_MIN_RETENTION), SQS_MAX_RETENTION))),
+            "MessageRetentionPeriod": _retention_period(retention),
             "ReceiveMessageWaitTimeSeconds": "0",
         }
         if fifo:
@@ -121,6 +126,11 @@ class QueueStore:
     def set_visibility_default(self, url: str, visibility: int) -> None:
         with aws_errors("SetQueueAttributes"):
             self._sqs.set_queue_attributes(QueueUrl=url, Attributes={"VisibilityTimeout": str(visibility)})
+
+    def set_retention(self, url: str, retention: float) -> None:
+        with aws_errors("SetQueueAttributes"):
+            self._sqs.set_queue_attributes(QueueUrl=url, Attributes={"MessageRetentionPeriod":
+                                                                     _retention_period(retention)})
 
     def delete(self, url: str) -> None:
         try:
@@ -224,12 +234,39 @@ class QueueStore:
 
     def backlog(self, url: str) -> int:
         """Messages in the queue, waiting or leased (SQS's approximate counts); 0 if the queue is gone."""
+        return sum(self.counts(url))
+
+    def drain(self, url: str, hold: int) -> Iterator[list[Received]]:
+        """Every visible message of a queue, ten per ReceiveMessage, each hidden for ``hold`` seconds.
+
+        Ends when a receive comes back empty and the queue counts no visible message (a short poll of a
+        standard queue may miss messages that are there). Messages leased by a subscriber are not visible.
+        """
+        misses = 0
+        while misses < DRAIN_MISSES:
+            batch = self.receive(url, SQS_BATCH, 0, hold)
+            if batch:
+                misses = 0
+                yield batch
+                continue
+            misses += 1
+            if self.visible(url) == 0:
+                return
+
+    def visible(self, url: str) -> int:
+        """Messages waiting to be received (SQS's approximate count)."""
+        with _queue_errors("SQS GetQueueAttributes"):
+            attrs = self._sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])
+        return int(attrs["Attributes"].get("ApproximateNumberOfMessages", "0"))
+
+    def counts(self, url: str) -> tuple[int, int]:
+        """(waiting, in flight): SQS's approximate counts of the queue; (0, 0) if the queue is gone."""
         try:
             with aws_errors("SQS GetQueueAttributes", allow=_GONE):
                 attrs = self._sqs.get_queue_attributes(QueueUrl=url, AttributeNames=list(_BACKLOG))["Attributes"]
         except ClientError:
-            return 0
-        return sum(int(attrs.get(name, "0")) for name in _BACKLOG)
+            return 0, 0
+        return int(attrs.get(_BACKLOG[0], "0")), int(attrs.get(_BACKLOG[1], "0"))
 
     def receive(self, url: str, max_messages: int, wait: int, visibility: int) -> list[Received]:
         with _queue_errors("ReceiveMessage"):

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, TypeVar
 from botocore.exceptions import ClientError
 
 from chalicelib.config import Config
-from chalicelib.core.errors import AlreadyExists, NotFound
+from chalicelib.core.errors import Aborted, AlreadyExists, NotFound
 from chalicelib.core.models import Subscription, Topic
 from chalicelib.core.names import COLLECTIONS, Name
 from chalicelib.core.pagetokens import PageTokens
@@ -208,12 +208,14 @@ class ResourceStore:
         return rec
 
     def put_subscription(self, name: Name, rec: SubscriptionRecord, old_topic: str | None = None) -> None:
-        """Replace a subscription and its topic index item; ``old_topic`` index item is removed."""
+        """Replace a subscription and its topic index item; ``old_topic`` index item is removed. ``rec`` must hold
+        the queue generation read: if a seek swapped it meanwhile, ABORTED (NOT_FOUND if it is gone)."""
         self._subs.drop(name.path)
         item = _sub_item(rec)
         # An update, not a put, so the ACL (an attribute of the item) stays; the activity mark goes, as with a put.
         ops: list[TransactWriteItemTypeDef] = [{"Update": {
-            "TableName": self._table, "Key": _sub_key(name), "ConditionExpression": "attribute_exists(pk)",
+            # the queue generation read is still the subscription's: a seek may have swapped it meanwhile
+            "TableName": self._table, "Key": _sub_key(name), "ConditionExpression": "queue_gen = :queue_gen",
             "UpdateExpression": "SET doc = :doc, created = :created, queue_url = :queue_url, queue_gen = :queue_gen "
                                 "REMOVE active",
             "ExpressionAttributeValues": {f":{k}": v for k, v in item.items()}}}]
@@ -222,12 +224,41 @@ class ResourceStore:
         if old_topic and (old_topic != rec.spec.topic or not rec.attached):
             ops.append({"Delete": {"TableName": self._table, "Key": _index_key(old_topic, name.path)}})
         try:
-            with aws_errors("UpdateSubscription"):
+            self._write_subscription(name, ops, "UpdateSubscription", NotFound("Subscription does not exist"))
+        except NotFound:
+            if self.get_subscription(name) is None:
+                raise
+            raise Aborted("The subscription changed meanwhile (a seek); try again.") from None
+
+    def swap_queue(self, name: Name, rec: SubscriptionRecord, url: str, gen: int,
+                   guard: TransactWriteItemTypeDef | None = None) -> SubscriptionRecord:
+        """Point the subscription and its topic index item at queue generation ``gen``, in one transaction,
+        only if it is still at ``rec``'s generation (else ABORTED: another seek won) and ``guard`` holds."""
+        self._subs.drop(name.path)
+        values: Item = {":url": {"S": url}, ":gen": {"N": str(gen)}, ":old": {"N": str(rec.queue_gen)}}
+        ops: list[TransactWriteItemTypeDef] = [{"Update": {
+            "TableName": self._table, "Key": _sub_key(name), "ConditionExpression": "queue_gen = :old",
+            "UpdateExpression": "SET queue_url = :url, queue_gen = :gen", "ExpressionAttributeValues": values}}]
+        if rec.attached:
+            ops.append({"Update": {
+                "TableName": self._table, "Key": _index_key(rec.spec.topic, name.path),
+                "UpdateExpression": "SET queue_url = :url, queue_gen = :gen",
+                "ExpressionAttributeValues": {":url": values[":url"], ":gen": values[":gen"]}}})
+        if guard is not None:
+            ops.append(guard)
+        self._write_subscription(name, ops, "Seek", Aborted("The subscription changed during the seek; try again."))
+        return SubscriptionRecord(rec.spec, rec.created, url, gen)
+
+    def _write_subscription(self, name: Name, ops: list[TransactWriteItemTypeDef], what: str,
+                            refused: Exception) -> None:
+        """Run a transaction whose first item is the subscription's, conditioned; ``refused`` when it fails."""
+        try:
+            with aws_errors(what):
                 self._ddb.transact_write_items(TransactItems=ops)
         except ClientError as exc:
             if _condition_failed(exc):
-                raise NotFound("Subscription does not exist") from None
-            raise client_error(exc, "UpdateSubscription") from exc
+                raise refused from None
+            raise client_error(exc, what) from exc
         finally:  # a reader may have cached the old record while the write ran
             self._subs.drop(name.path)
 

@@ -126,6 +126,21 @@ SAME_CASES: list[tuple[str, str, str, Any, str | None]] = [
      {"ackIds": ["bogus"], "ackDeadlineSeconds": -1}, None),
     ("modack missing subscription", "POST", "/subscriptions/{missing}:modifyAckDeadline",
      {"ackIds": ["bogus"], "ackDeadlineSeconds": 10}, None),
+    ("seek to a time", "POST", "/subscriptions/{empty}:seek", {"time": "2020-01-01T00:00:00Z"}, None),
+    ("seek with neither time nor snapshot", "POST", "/subscriptions/{sub}:seek", {}, None),
+    ("seek with a malformed time", "POST", "/subscriptions/{sub}:seek", {"time": "yesterday"}, None),
+    ("seek missing subscription", "POST", "/subscriptions/{missing}:seek", {"time": "2020-01-01T00:00:00Z"}, None),
+    ("seek to missing snapshot", "POST", "/subscriptions/{sub}:seek",
+     {"snapshot": f"projects/{PROJECT}/snapshots/{{missing}}"}, None),
+    ("get missing snapshot", "GET", "/snapshots/{missing}", None, None),
+    ("delete missing snapshot", "DELETE", "/snapshots/{missing}", None, None),
+    ("create snapshot of missing subscription", "PUT", "/snapshots/{new}",
+     {"subscription": f"projects/{PROJECT}/subscriptions/{{missing}}"}, None),
+    ("snapshot id starting with goog", "PUT", "/snapshots/goog-abc", {"subscription": "{subname}"}, None),
+    ("create subscription with 8-day retention", "PUT", "/subscriptions/{new}",
+     {"topic": _TOPIC, "messageRetentionDuration": "691200s"}, None),
+    ("create topic with 5-minute retention", "PUT", "/topics/{new}", {"messageRetentionDuration": "300s"}, None),
+    ("create topic with 32-day retention", "PUT", "/topics/{new}", {"messageRetentionDuration": "2764800s"}, None),
 ]
 
 DIFFERENT_CASES: list[tuple[str, str, str, Any]] = [

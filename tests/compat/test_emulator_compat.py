@@ -206,7 +206,7 @@ def _names(base: dict[str, str], other: str, empty: str) -> dict[str, str]:
 def test_same_answer(pair: Pair, base: dict[str, str], other: str, empty: str, case: str, method: str, path: str,
                      body: Any, raw: str | None) -> None:
     names = _names(base, other, empty)
-    body = _fill(body, {**names, "topic": base["topic_name"]})
+    body = _fill(body, {**names, "topic": base["topic_name"], "subname": base["sub_name"]})
     path = P + path.format(**names)
     pair.same(method, path.split("?")[0], body, raw, params=_query(path))
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import base64
 import secrets
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import googleapiclient.discovery
@@ -20,6 +20,7 @@ from google.auth.credentials import AnonymousCredentials
 from google.cloud import pubsub_v1
 from google.oauth2.credentials import Credentials
 
+from tests.e2e.polling import pull_until
 from tests.stack import RunningStack, start_stack
 
 pytestmark = pytest.mark.e2e
@@ -91,14 +92,6 @@ def test_tokens_are_required_except_on_the_public_routes(keys_stack: RunningStac
 
 def client_options(stack: RunningStack) -> dict[str, str]:
     return {"api_endpoint": stack.url}
-
-
-def pull_until(pull: Callable[[], list[Any]], count: int, timeout: float = 20) -> list[Any]:
-    got: list[Any] = []
-    deadline = time.monotonic() + timeout
-    while len(got) < count and time.monotonic() < deadline:
-        got += pull()
-    return got
 
 
 def test_google_client_with_bearer_tokens(keys_stack: RunningStack, tokens: dict[str, str]) -> None:

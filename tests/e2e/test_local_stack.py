@@ -32,15 +32,18 @@ def test_the_stack_stops_on_a_signal(tmp_path: Path, sig: signal.Signals) -> Non
             stack.process.kill()
 
 
-@pytest.mark.parametrize(("shared", "variable"), [("api", "METRO_PORT"), ("emulator", "METRO_EMULATOR_PORT")])
+@pytest.mark.parametrize(("shared", "variable"), [("api", "METRO_PORT"), ("emulator", "METRO_EMULATOR_PORT"),
+                                                 ("ams", "METRO_AMS_PORT")])
 def test_a_second_stack_on_a_taken_port_exits_at_once_naming_the_port(tmp_path: Path, shared: str,
                                                                        variable: str) -> None:
     first = start_stack(tmp_path / "first.log")
     try:
         api, emulator = int(first.url.rsplit(":", 1)[1]), int(first.emulator_url.rsplit(":", 1)[1])
-        ports = (api, free_port()) if shared == "api" else (free_port(), emulator)
-        taken = api if shared == "api" else emulator
-        second = subprocess.run([sys.executable, "-m", "chalicelib.local"], cwd=ROOT, env=stack_env(*ports),
+        ams = int(first.ams_host.rsplit(":", 1)[1])
+        taken = {"api": api, "emulator": emulator, "ams": ams}[shared]
+        ports = (api if shared == "api" else free_port(), emulator if shared == "emulator" else free_port())
+        extra = {"METRO_AMS_PORT": str(ams)} if shared == "ams" else None
+        second = subprocess.run([sys.executable, "-m", "chalicelib.local"], cwd=ROOT, env=stack_env(*ports, extra),
                                 capture_output=True, text=True, timeout=20, check=False)
         assert second.returncode != 0
         assert f"Port {taken} " in second.stderr and variable in second.stderr, second.stderr

@@ -108,7 +108,7 @@ def test_root_answers_ok(api: Api) -> None:
 @pytest.mark.parametrize(("method", "path"), [
     ("GET", "/v1/nothing"),
     ("GET", "/v2/projects/p/topics"),
-    ("GET", f"/v1/projects/{PROJECT}/snapshots/abcd"),
+    ("GET", f"/v1/projects/{PROJECT}/snapshotz/abcd"),
     ("POST", f"/v1/projects/{PROJECT}/topics/abcd:bogusVerb"),
     ("GET", f"/v1/projects/{PROJECT}/topics/abcd:publish"),
     ("DELETE", f"/v1/projects/{PROJECT}/subscriptions/abcd:pull"),

@@ -119,8 +119,21 @@ PROBES: dict[tuple[str, str, str], Probe] = {
     (P.SUBSCRIPTION, "POST", "modifyPushConfig"): Probe(sub("modifyPushConfig", "s-ghost"), "project_admin", 404, {}),
     (P.SUBSCRIPTION, "POST", "detach"): Probe(sub("detach", "s-ghost"), "project_admin", 404, {}),
     (P.SUBSCRIPTION, "GET", "metrics"): Probe(sub("metrics"), "read_subscriptions", 200),
+    (P.SUBSCRIPTION, "POST", "verifyPushEndpoint"): Probe(sub("verifyPushEndpoint"), "project_admin", 400, {}),
+    (P.SUBSCRIPTION, "GET", "offsets"): Probe(sub("offsets"), "consume", 200),
+    (P.SUBSCRIPTION, "GET", "timeToOffset"): Probe(sub("timeToOffset") + "?time=bad", "consume", 400),
+    (P.SUBSCRIPTION, "POST", "modifyOffset"): Probe(sub("modifyOffset"), "consume", 400, {"offset": -1}),
     (P.SUBSCRIPTION, "POST", "testIamPermissions"): Probe(sub("testIamPermissions"), "project_member", 200,
                                                           {"permissions": ["pubsub.subscriptions.consume"]}),
+    (P.SUBSCRIPTION, "POST", "seek"): Probe(sub("seek"), "consume", 400, {}),
+    (P.SUBSCRIPTION, "GET", "seekStatus"): Probe(sub("seekStatus"), "read_subscriptions", 200),
+    (P.SNAPSHOTS, "GET", ""): Probe("/v1/projects/{p}/snapshots", "read_subscriptions", 200),
+    (P.SNAPSHOT, "PUT", ""): Probe("/v1/projects/{p}/snapshots/snap-ghost", "project_admin", 404,
+                                   {"subscription": "projects/{p}/subscriptions/s-ghost"}),
+    (P.SNAPSHOT, "GET", ""): Probe("/v1/projects/{p}/snapshots/snap-ghost", "read_subscriptions", 404),
+    (P.SNAPSHOT, "PATCH", ""): Probe("/v1/projects/{p}/snapshots/snap-ghost", "project_admin", 400, BAD_MASK),
+    (P.SNAPSHOT, "DELETE", ""): Probe("/v1/projects/{p}/snapshots/snap-ghost", "project_admin", 404),
+    (P.TOPIC_SNAPSHOTS, "GET", ""): Probe(topic() + "/snapshots", "read_topics", 200),
     (P.MEMBERS, "GET", ""): Probe("/v1/projects/{p}/members", "project_admin", 200),
     (P.MEMBER, "GET", ""): Probe("/v1/projects/{p}/members/admin-{p}", "project_admin", 200),
     (P.MEMBER, "POST", ""): Probe("/v1/projects/{p}/members/publisher", "project_admin", 409, {"roles": ["consumer"]}),
@@ -149,10 +162,19 @@ PROBES: dict[tuple[str, str, str], Probe] = {
     (P.SCHEMA, "POST", "rollback"): Probe(SCHEMA + ":rollback", "project_admin", 400, {}),
     (P.SCHEMA, "GET", "listRevisions"): Probe(SCHEMA + ":listRevisions", "project_member", 404),
     (P.SCHEMA, "DELETE", "deleteRevision"): Probe(SCHEMA + ":deleteRevision?revisionId=abc", "project_admin", 404),
+    (P.SCHEMA, "POST", ""): Probe(SCHEMA, "project_admin", 400, {"type": "xml"}),
+    (P.SCHEMA, "PUT", ""): Probe(SCHEMA, "project_admin", 404, {}),
+    (P.SCHEMA, "POST", "validate"): Probe(SCHEMA + ":validate", "project_member", 404, {}),
+    (P.TOPIC, "POST", "attachSchema"): Probe(topic("attachSchema"), "project_admin", 400, {}),
+    (P.TOPIC, "POST", "detachSchema"): Probe(topic("detachSchema", "t-ghost"), "project_admin", 404, {}),
 }
 for (method, verb), (status, body) in ACL_PROBES.items():
     PROBES[(P.TOPIC, method, verb)] = Probe(topic(verb), "project_admin", status, body)
     PROBES[(P.SUBSCRIPTION, method, verb)] = Probe(sub(verb), "project_admin", status, body)
+
+PROBES[(P.STATUS, "GET", "")] = Probe("/v1/status", "authenticated", 200, project=OWN)
+PROBES[(P.VERSION, "GET", "")] = Probe("/v1/version", "authenticated", 200, project=OWN)
+PROBES[(P.SERVICE_METRICS, "GET", "")] = Probe("/v1/metrics", "service_admin", 200, project=OWN)
 
 ENTRIES = sorted((route, method, verb) for route, rules in P.PERMISSIONS.items() for (method, verb) in rules)
 

@@ -106,3 +106,9 @@ def test_a_short_topic_retention_keeps_what_a_subscription_backlog_needs(
     assert report["topics"][BACKLOGGED]["retention_seconds"] == 2 * DAY
     assert report["topics"][UNREAD]["retention_seconds"] == 600
     assert report["topics"][DELETED]["retention_seconds"] == limits.RETENTION_DEFAULT
+
+
+def test_a_snapshot_keeps_its_topic_seven_days() -> None:
+    snap = {"pk": {"S": "project#proj"}, "sk": {"S": "snap#s1"},
+            "doc": {"S": json.dumps({"name": "projects/proj/snapshots/s1", "topic": UNREAD})}}
+    assert settings.settings_from_items([*ITEMS, snap]).floor(UNREAD) == 7 * DAY

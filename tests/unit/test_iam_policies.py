@@ -19,7 +19,7 @@ CONFIG = json.loads((ROOT / ".chalice" / "config.json").read_text())
 CASES = [(stage, fn) for stage in policies.STAGES for fn in FUNCTIONS]
 # Chalice's logical ids of the functions' roles in the packaged template
 ROLE_IDS = {"api_handler": "ApiHandlerRole", "fanout": "FanoutRole", "push": "PushRole",
-            "maintenance": "MaintenanceRole"}
+            "maintenance": "MaintenanceRole", "seek_worker": "SeekWorkerRole"}
 
 
 def as_list(value: Any) -> list[Any]:

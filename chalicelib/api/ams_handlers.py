@@ -1,0 +1,172 @@
+"""The ARGO Messaging Service dialect's handlers: where AMS's request or response shape differs from
+Google's, the (route, method, verb) is served here instead of by api/handlers.py; every other pair is served
+by the same handler for both dialects. api/routes.py picks the table from the endpoint's dialect.
+
+AMS's own verbs (``:verifyPushEndpoint`` and, for the operational routes, ``/v1/status``...) are also here;
+they answer on both endpoints, as ``:acl`` and ``:metrics`` do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from chalicelib.api import ams_schemas, handlers, permissions, requests
+from chalicelib.api.handlers import Handler, Incoming, Result
+from chalicelib.core import ams, names, offsets
+from chalicelib.core.errors import InvalidArgument
+from chalicelib.core.fields import int_field
+from chalicelib.core.models import AmsPush, Subscription, Topic
+from chalicelib.core.names import Name
+from chalicelib.core.records import SubscriptionRecord
+from chalicelib.core.responses import EMPTY
+from chalicelib.core.timefmt import format_timestamp
+from chalicelib.runtime import services
+
+_SUBSCRIPTION_FIELDS = {"name", "topic", "ackDeadlineSeconds", "ack_deadline_seconds", "pushConfig", "push_config"}
+
+
+# -- rendering ------------------------------------------------------------------------------------------
+def subscription_wire(rec: SubscriptionRecord) -> dict[str, Any]:
+    spec = rec.spec
+    endpoint = spec.push_config.push_endpoint if spec.push_config is not None else ""
+    push = spec.ams_push if spec.ams_push is not None else AmsPush(verified=True)  # made through Google's API
+    return {"name": ams.ams_name(spec.name), "topic": ams.ams_name(spec.topic),
+            "pushConfig": ams.push_config_wire(endpoint, push), "ackDeadlineSeconds": spec.ack_deadline,
+            "createdOn": format_timestamp(rec.created)}
+
+
+def _page_wire(field: str, items: list[Any], next_page_token: str) -> dict[str, Any]:
+    """AMS's list shape: the list, the next page token and the size (of this page: Metro does not count ahead)."""
+    return {field: items, "nextPageToken": next_page_token, "totalSize": len(items)}
+
+
+# -- topics ---------------------------------------------------------------------------------------------
+def topic_wire(topic: Topic) -> dict[str, Any]:
+    out = {"name": ams.ams_name(topic.name)}
+    if topic.schema_settings is not None and topic.schema_settings.schema_:
+        out["schema"] = topic.schema_settings.schema_
+    return out
+
+
+def create_topic(name: Name, incoming: Incoming) -> Result:
+    """AMS's body is empty, or ``{"schema": "projects/p/schemas/s"}``."""
+    body = incoming.body or {}
+    if isinstance(body, dict) and set(body) == {"schema"}:
+        topic = Topic(schema_settings=ams_schemas.settings_for(body["schema"]))
+    else:
+        topic = requests.topic_request(body, name)
+    return topic_wire(services().admin.create_topic(name, topic))
+
+
+def get_topic(name: Name, incoming: Incoming) -> Result:
+    return topic_wire(services().admin.get_topic(name))
+
+
+def list_topics(project: str, incoming: Incoming) -> Result:
+    page = services().admin.list_topics(project, requests.page_request(incoming.params))
+    return _page_wire("topics", [{"name": ams.ams_name(t.name)} for t in page.items],
+                      page.next_page_token)
+
+
+def topic_subscriptions(name: Name, incoming: Incoming) -> Result:
+    page = services().admin.topic_subscription_names(name, requests.page_request(incoming.params))
+    return {"subscriptions": [ams.ams_name(s) for s in page.items], "nextPageToken": page.next_page_token}
+
+
+# -- subscriptions --------------------------------------------------------------------------------------
+def _subscription(body: Any, name: Name) -> Subscription:
+    if not isinstance(body, dict):
+        raise InvalidArgument("Invalid JSON payload received: the request must be a JSON object")
+    unknown = set(body) - _SUBSCRIPTION_FIELDS
+    if unknown:
+        raise InvalidArgument(f'Invalid subscription argument: unknown field "{sorted(unknown)[0]}"')
+    given = ams.google_name(body.get("name"))
+    if given and given != name.path:
+        raise InvalidArgument(f"The name in the body ({given}) does not match the URL ({name.path}).")
+    topic = ams.google_name(body.get("topic"))
+    if not isinstance(topic, str) or not topic:
+        raise InvalidArgument("Invalid subscription argument: topic must be a topic name")
+    return Subscription(topic=names.parse(topic, "topics").path,
+                        ack_deadline_seconds=int_field(body, "ackDeadlineSeconds", "ack_deadline_seconds"))
+
+
+def create_subscription(name: Name, incoming: Incoming) -> Result:
+    body = incoming.body
+    subscription = _subscription(body, name)
+    push = ams.push_request(body.get("pushConfig", body.get("push_config")))
+    return subscription_wire(services().ams.create_subscription(name, subscription, push))
+
+
+def get_subscription(name: Name, incoming: Incoming) -> Result:
+    return subscription_wire(services().admin.get_subscription(name))
+
+
+def list_subscriptions(project: str, incoming: Incoming) -> Result:
+    page = services().admin.list_subscriptions(project, requests.page_request(incoming.params))
+    return _page_wire("subscriptions", [subscription_wire(rec) for rec in page.items], page.next_page_token)
+
+
+def pull(name: Name, incoming: Incoming) -> Result:
+    answer = services().pull.pull(name, requests.pull_request(incoming.body))
+    return ams.received_wire(answer.to_wire())
+
+
+def modify_ack_deadline(name: Name, incoming: Incoming) -> Result:
+    """With ack ids, Google's per-message call; without, AMS's subscription-wide deadline."""
+    body = incoming.body
+    if isinstance(body, dict) and ("ackIds" in body or "ack_ids" in body):
+        return handlers.modify_ack_deadline(name, incoming)
+    services().ams.set_ack_deadline(name, int_field(body if isinstance(body, dict) else {}, "ackDeadlineSeconds",
+                                                    "ack_deadline_seconds"))
+    return EMPTY
+
+
+def modify_push_config(name: Name, incoming: Incoming) -> Result:
+    body = incoming.body if isinstance(incoming.body, dict) else {}
+    services().ams.modify_push_config(name, ams.push_request(body.get("pushConfig", body.get("push_config"))))
+    return EMPTY
+
+
+def verify_push_endpoint(name: Name, incoming: Incoming) -> Result:
+    services().ams.verify_push_endpoint(name)
+    return EMPTY
+
+
+def get_offsets(name: Name, incoming: Incoming) -> Result:
+    return services().offsets.offsets(name)
+
+
+def time_to_offset(name: Name, incoming: Incoming) -> Result:
+    return services().offsets.time_to_offset(name, offsets.time_ms(incoming.params.get("time", "")))
+
+
+def modify_offset(name: Name, incoming: Incoming) -> Result:
+    body = incoming.body if isinstance(incoming.body, dict) else {}
+    services().offsets.modify_offset(name, offsets.offset_value(body.get("offset")))
+    return EMPTY
+
+
+# -- tables ---------------------------------------------------------------------------------------------
+# AMS's verbs, served on both endpoints (api/routes.py adds them to Google's tables).
+SUBSCRIPTION_VERBS: Mapping[tuple[str, str], Handler] = {
+    ("POST", "verifyPushEndpoint"): verify_push_endpoint,
+    ("GET", "offsets"): get_offsets,
+    ("GET", "timeToOffset"): time_to_offset,
+    ("POST", "modifyOffset"): modify_offset,
+}
+# (route, method, verb) -> the AMS dialect's handler where its shape differs from Google's.
+OVERRIDES: Mapping[tuple[str, str, str], Any] = {
+    (permissions.TOPIC, "PUT", ""): create_topic,
+    (permissions.TOPIC, "GET", ""): get_topic,
+    (permissions.TOPICS, "GET", ""): list_topics,
+    (permissions.TOPIC_SUBSCRIPTIONS, "GET", ""): topic_subscriptions,
+    (permissions.SUBSCRIPTION, "PUT", ""): create_subscription,
+    (permissions.SUBSCRIPTION, "GET", ""): get_subscription,
+    (permissions.SUBSCRIPTIONS, "GET", ""): list_subscriptions,
+    (permissions.SUBSCRIPTION, "POST", "pull"): pull,
+    (permissions.SUBSCRIPTION, "POST", "modifyAckDeadline"): modify_ack_deadline,
+    (permissions.SUBSCRIPTION, "POST", "modifyPushConfig"): modify_push_config,
+    (permissions.SCHEMA, "GET", ""): ams_schemas.get_schema,
+    (permissions.SCHEMAS, "GET", ""): ams_schemas.list_schemas,
+}

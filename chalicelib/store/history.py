@@ -1,0 +1,93 @@
+"""A topic's retained messages read back in publish order, in batches (seek, snapshots).
+
+The messages table is queried by time range (one Query page holds hundreds of publish requests); each
+request's raw object is read with one GET (on a thread pool), and the requests whose object compaction
+already deleted are read from the Parquet archive, one manifest and the matching files per hour. Log
+items past their ``ttl`` are skipped: DynamoDB deletes expired items only eventually (and moto never).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from chalicelib.config import Config
+from chalicelib.core import ids, payload
+from chalicelib.core.records import LogEntry
+from chalicelib.store import aws
+from chalicelib.store.errors import aws_errors
+from chalicelib.store.log import MessageLog, entry_from_item
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.type_defs import QueryInputTypeDef
+
+_POOL = ThreadPoolExecutor(max_workers=16, thread_name_prefix="metro-history")
+BATCH_ENTRIES = 100  # publish requests read per batch (their objects fetched concurrently)
+
+
+@dataclass(frozen=True)
+class Retained:
+    """One retained message: ``offset`` is where its body starts in the raw object (0 once archived: a body
+    too large to travel inline is then found in the archive again at delivery)."""
+
+    message: payload.StoredMessage
+    offset: int
+
+
+@dataclass(frozen=True)
+class RequestMessages:
+    entry: LogEntry
+    messages: list[Retained]
+
+
+class TopicHistory:
+    def __init__(self, config: Config, log: MessageLog) -> None:
+        self._ddb = aws.dynamodb(config)
+        self._table = config.messages_table
+        self._log = log
+
+    def entries(self, topic: str, from_ms: int, now: float) -> Iterator[list[LogEntry]]:
+        """The topic's unexpired log entries published from ``from_ms`` on, oldest first, a Query page at a time."""
+        args: QueryInputTypeDef = {
+            "TableName": self._table, "KeyConditionExpression": "topic = :t AND rid >= :from",
+            "FilterExpression": "#ttl >= :now", "ExpressionAttributeNames": {"#ttl": "ttl"},
+            "ExpressionAttributeValues": {":t": {"S": topic}, ":from": {"S": f"{max(from_ms, 0):013d}"},
+                                          ":now": {"N": str(int(now))}},
+        }
+        while True:
+            with aws_errors("Query (topic history)"):
+                resp = self._ddb.query(**args)
+            page = [entry_from_item(item) for item in resp.get("Items", [])]
+            if page:
+                yield page
+            if "LastEvaluatedKey" not in resp:
+                return
+            args["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
+
+    def messages(self, topic: str, from_ms: int, now: float, after: str = "") -> Iterator[list[RequestMessages]]:
+        """Every retained message published from ``from_ms`` on (of requests after the request id ``after``), in
+        batches of publish requests, in order."""
+        for page in self.entries(topic, from_ms, now):
+            wanted = [e for e in page if e.request_id > after]
+            for start in range(0, len(wanted), BATCH_ENTRIES):
+                yield self.read(wanted[start : start + BATCH_ENTRIES])
+
+    def read(self, entries: list[LogEntry]) -> list[RequestMessages]:
+        """The messages of these publish requests: raw objects on threads, the rest from the archive."""
+        blobs = list(_POOL.map(aws.in_callers_part(self._log.read_object), [e.key for e in entries]))
+        out: list[RequestMessages] = []
+        for entry, blob in zip(entries, blobs):
+            if blob is None:
+                out.append(RequestMessages(entry, self._archived(entry)))
+                continue
+            header, stored = payload.decode(blob)
+            out.append(RequestMessages(entry, [Retained(m, e.offset) for m, e in zip(stored, header.entries)]))
+        return out
+
+    def _archived(self, entry: LogEntry) -> list[Retained]:
+        """A compacted request's messages (those the archive still holds), in their publish order."""
+        wanted = [ids.message_id(entry.request_id, i) for i in range(entry.count)]
+        found = self._log.read_archived_messages(entry.key, wanted)
+        return [Retained(payload.StoredMessage(m, *found[m]), 0) for m in wanted if m in found]

@@ -1,0 +1,38 @@
+"""The ends of a topic's message log, each read with one Query of one item (AMS's offsets)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from chalicelib.config import Config
+from chalicelib.store import aws
+from chalicelib.store.errors import aws_errors
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef, QueryInputTypeDef
+
+
+class LogBounds:
+    def __init__(self, config: Config) -> None:
+        self._ddb = aws.dynamodb(config)
+        self._table = config.messages_table
+
+    def newest(self, topic: str) -> str | None:
+        """The request id of the topic's newest publish request, if any."""
+        return self._first(topic, "", forward=False)
+
+    def first_from(self, topic: str, from_ms: int) -> str | None:
+        """The request id of the topic's first publish request at or after ``from_ms`` (epoch ms), if any."""
+        return self._first(topic, f"{max(from_ms, 0):013d}", forward=True)
+
+    def _first(self, topic: str, from_rid: str, *, forward: bool) -> str | None:
+        values: dict[str, AttributeValueTypeDef] = {":t": {"S": topic}}
+        if from_rid:
+            values[":from"] = {"S": from_rid}
+        args: QueryInputTypeDef = {"TableName": self._table, "Limit": 1, "ScanIndexForward": forward,
+                                   "ProjectionExpression": "rid",
+                                   "KeyConditionExpression": "topic = :t" + (" AND rid >= :from" if from_rid else ""),
+                                   "ExpressionAttributeValues": values}
+        with aws_errors("Query (log bounds)"):
+            items = self._ddb.query(**args).get("Items", [])
+        return items[0]["rid"]["S"] if items else None

@@ -1,0 +1,120 @@
+"""A seek larger than the inline limit on moto: the call returns at once, the worker fills in chunks, a crash
+resumes from the cursor, the later seek wins; time injected (FakeClock), the worker run by hand."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import cast
+
+import pytest
+
+from chalicelib.core.seek_jobs import RUNNING, SUCCEEDED
+from chalicelib.runtime import Services
+from chalicelib.service.seek_worker import SeekWorker
+from chalicelib.store import aws
+from tests.functional.conftest import FakeClock
+from tests.functional.test_seek import SUB, ack, data, make, publish, pull
+
+MESSAGES = [f"m{i}" for i in range(7)]
+
+
+@pytest.fixture
+def small(services: Services) -> Services:
+    """Inline limit and chunk of 2 messages; publish fans out itself."""
+    ctx = services.ctx
+    cfg = dataclasses.replace(ctx.config, direct_fanout=True, seek_inline_max_messages=2, seek_chunk_messages=2)
+    return Services.build(dataclasses.replace(ctx, config=cfg))
+
+
+def published_and_acked(svc: Services, clock: FakeClock) -> None:
+    make(svc, clock, retainAckedMessages=True)
+    for m in MESSAGES:  # one publish request each: a chunk ends after the request that reaches its size
+        publish(svc, m)
+        clock.advance(0.01)
+    clock.advance(1)
+    ack(svc, pull(svc))
+
+
+def run_worker(svc: Services) -> list[str]:
+    """Play the asynchronous invocations until none is left; the states they reported."""
+    states: list[str] = []
+    worker = SeekWorker(svc.ctx)
+    while not svc.ctx.invoker.pending.empty():
+        _, event = svc.ctx.invoker.pending.get()
+        states.append(str(worker.handle(event)["state"]))
+    return states
+
+
+def status(svc: Services) -> dict[str, object]:
+    return cast("dict[str, object]", svc.seek.status(SUB)["seek"])
+
+
+def test_a_seek_over_the_limit_returns_at_once_and_the_worker_completes_it(small: Services, clock: FakeClock) -> None:
+    published_and_acked(small, clock)
+    outcome = small.seek.seek_to_time(SUB, 0)
+    assert outcome.background and outcome.restored == 2
+    assert status(small)["state"] == RUNNING and status(small)["restoredMessages"] == "2"
+    assert pull(small) == []  # the old generation serves until the fill is complete
+    assert run_worker(small) == [RUNNING, RUNNING, SUCCEEDED]  # 2 + 2 + 2 + the last one with the swap
+    assert status(small)["state"] == SUCCEEDED and status(small)["restoredMessages"] == "7"
+    assert sorted(data(pull(small))) == MESSAGES
+    assert small.ctx.resources.require_subscription(SUB).queue_gen == outcome.generation
+
+
+def test_ack_ids_of_the_old_generation_stay_dead(small: Services, clock: FakeClock) -> None:
+    published_and_acked(small, clock)
+    publish(small, "late")
+    clock.advance(1)
+    held = pull(small)
+    assert data(held) == ["late"]
+    small.seek.seek_to_time(SUB, 0)
+    run_worker(small)
+    ack(small, held)  # issued by the old generation: acknowledges nothing
+    assert sorted(data(pull(small))) == sorted([*MESSAGES, "late"])
+
+
+def test_a_crash_mid_fill_resumes_from_the_cursor(small: Services, clock: FakeClock) -> None:
+    published_and_acked(small, clock)
+    small.seek.seek_to_time(SUB, 0)
+    _, event = small.ctx.invoker.pending.get()
+    job = small.ctx.seek_jobs.get(SUB.path)
+    assert job is not None
+    dead = small.ctx.seek_jobs.claim(job, clock.now + small.ctx.config.seek_lease_seconds)  # then it dies
+    assert dead is not None
+    assert small.ctx.seek_jobs.claim(job, clock.now + 1) is None  # nobody else advances it meanwhile
+    assert SeekWorker(small.ctx).handle(event) == {"state": "busy"}
+    assert SeekWorker(small.ctx).resume_stalled() == 0  # the lease is still live
+    clock.advance(small.ctx.config.seek_lease_seconds + 1)
+    assert SeekWorker(small.ctx).resume_stalled() == 1
+    assert run_worker(small)[-1] == SUCCEEDED
+    assert sorted(data(pull(small))) == MESSAGES  # each once: the dead worker had sent nothing
+
+
+def queue_urls(svc: Services) -> list[str]:
+    return list(aws.sqs(svc.ctx.config).list_queues().get("QueueUrls", []))
+
+
+def test_the_later_seek_wins(small: Services, clock: FakeClock) -> None:
+    published_and_acked(small, clock)
+    small.seek.seek_to_time(SUB, 0)
+    first = small.ctx.seek_jobs.get(SUB.path)
+    assert first is not None
+    _, event = small.ctx.invoker.pending.get()
+    assert SeekWorker(small.ctx).handle(event) == {"state": RUNNING}  # one chunk, and it invokes itself again
+    second = small.seek.seek_to_time(SUB, 0)  # while the first is running
+    assert second.background and first.new_url not in queue_urls(small)  # the first's fill is deleted
+    states = run_worker(small)
+    assert states[0] == "gone" and states[-1] == SUCCEEDED  # the first's worker stops; the second completes
+    assert small.ctx.resources.require_subscription(SUB).queue_gen == second.generation
+    assert sorted(data(pull(small))) == MESSAGES
+
+
+def test_an_inline_seek_replaces_a_running_one(small: Services, clock: FakeClock) -> None:
+    published_and_acked(small, clock)
+    assert small.seek.seek_to_time(SUB, 0).background
+    second = small.seek.seek_to_time(SUB, clock.now)  # nothing to restore: inline
+    assert not second.background and second.restored == 0
+    assert run_worker(small) == ["gone"]
+    assert status(small)["state"] == SUCCEEDED
+    assert small.ctx.resources.require_subscription(SUB).queue_gen == second.generation
+    assert pull(small) == []
