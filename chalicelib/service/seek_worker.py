@@ -57,7 +57,12 @@ class SeekWorker:
                                                     self.ctx.config.seek_chunk_messages)
                 if not done:
                     return self._next(job, seek_jobs.advanced(job, last, sent, self.ctx.clock()))
-                job = dataclasses.replace(job, cursor=last, restored=job.restored + sent)
+                # Recorded before the swap (the lease kept): a crash after it does not enqueue this chunk again.
+                filled = dataclasses.replace(seek_jobs.advanced(job, last, sent, self.ctx.clock()),
+                                             lease_until=job.lease_until)
+                if not self.ctx.seek_jobs.save(filled, expected=job):
+                    return SUPERSEDED
+                job = filled
             self.seek.complete(job, old, new, restore, swapped)
         except MetroError as exc:
             current = self.ctx.seek_jobs.get(job.subscription)

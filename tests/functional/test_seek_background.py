@@ -118,3 +118,26 @@ def test_an_inline_seek_replaces_a_running_one(small: Services, clock: FakeClock
     assert status(small)["state"] == SUCCEEDED
     assert small.ctx.resources.require_subscription(SUB).queue_gen == second.generation
     assert pull(small) == []
+
+
+def test_a_crash_after_the_swap_is_finished_by_the_resumed_worker(small: Services, clock: FakeClock,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    published_and_acked(small, clock)
+    old_url = small.ctx.resources.require_subscription(SUB).queue_url
+    outcome = small.seek.seek_to_time(SUB, 0)
+
+    def crash(*_: object) -> int:
+        raise RuntimeError("the worker died")
+
+    worker = SeekWorker(small.ctx)
+    monkeypatch.setattr(worker.seek, "_rescue", crash)  # dies between the swap and retiring the old queue
+    with pytest.raises(RuntimeError):
+        while not small.ctx.invoker.pending.empty():
+            worker.handle(small.ctx.invoker.pending.get()[1])
+    assert small.ctx.resources.require_subscription(SUB).queue_gen == outcome.generation
+    assert status(small)["state"] == RUNNING and old_url in queue_urls(small)
+    clock.advance(small.ctx.config.seek_lease_seconds + 1)
+    assert SeekWorker(small.ctx).resume_stalled() == 1
+    assert run_worker(small) == [SUCCEEDED]
+    assert old_url not in queue_urls(small)
+    assert sorted(data(pull(small))) == MESSAGES
