@@ -141,3 +141,23 @@ def test_a_crash_after_the_swap_is_finished_by_the_resumed_worker(small: Service
     assert run_worker(small) == [SUCCEEDED]
     assert old_url not in queue_urls(small)
     assert sorted(data(pull(small))) == MESSAGES
+
+
+def test_a_seek_call_that_died_is_ended_by_maintenance(small: Services, clock: FakeClock,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    published_and_acked(small, clock)
+    before = small.ctx.resources.require_subscription(SUB)
+
+    def die(*_: object) -> tuple[int, str, bool]:
+        raise SystemExit("the API function's process ended")  # not an error the call could handle
+
+    monkeypatch.setattr(small.seek, "replay", die)
+    with pytest.raises(SystemExit):
+        small.seek.seek_to_time(SUB, 0)
+    job = small.ctx.seek_jobs.get(SUB.path)
+    assert job is not None and job.running and job.new_url in queue_urls(small)
+    assert SeekWorker(small.ctx).resume_stalled() == 0  # the call's lease is live: it may still be running
+    clock.advance(small.ctx.config.seek_lease_seconds + 1)
+    assert SeekWorker(small.ctx).resume_stalled() == 0  # not resumed: its caller got an error
+    assert status(small)["state"] == "FAILED" and job.new_url not in queue_urls(small)
+    assert small.ctx.resources.require_subscription(SUB).queue_gen == before.queue_gen
