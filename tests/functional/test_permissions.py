@@ -121,6 +121,7 @@ PROBES: dict[tuple[str, str, str], Probe] = {
     (P.SUBSCRIPTION, "POST", "testIamPermissions"): Probe(sub("testIamPermissions"), "project_member", 200,
                                                           {"permissions": ["pubsub.subscriptions.consume"]}),
     (P.SUBSCRIPTION, "POST", "seek"): Probe(sub("seek"), "consume", 400, {}),
+    (P.SUBSCRIPTION, "GET", "seekStatus"): Probe(sub("seekStatus"), "read_subscriptions", 200),
     (P.SNAPSHOTS, "GET", ""): Probe("/v1/projects/{p}/snapshots", "read_subscriptions", 200),
     (P.SNAPSHOT, "PUT", ""): Probe("/v1/projects/{p}/snapshots/snap-ghost", "project_admin", 404,
                                    {"subscription": "projects/{p}/subscriptions/s-ghost"}),
