@@ -172,8 +172,9 @@ class SeekService:
         if not swapped:
             try:
                 self.ctx.resources.swap_queue(name, old, new.queue_url, new.queue_gen, self.ctx.seek_jobs.guard(job))
-            except Exception:
+            except Exception:  # replaced by a later seek, or the subscription changed: this seek ends here
                 self.ctx.queues.delete(new.queue_url)
+                self.ctx.seek_jobs.save(seek_jobs.ended(job, FAILED, self.ctx.clock()))
                 raise
             push_config.sync(self.ctx, old, new)
         # What was published while the new generation filled (the log item is written after fan-out) ...

@@ -4,10 +4,11 @@ resumes from the cursor, the later seek wins; time injected (FakeClock), the wor
 from __future__ import annotations
 
 import dataclasses
-from typing import cast
+from typing import Any, cast
 
 import pytest
 
+from chalicelib.core.errors import Unavailable
 from chalicelib.core.seek_jobs import RUNNING, SUCCEEDED
 from chalicelib.runtime import Services
 from chalicelib.service.seek_worker import SeekWorker
@@ -161,3 +162,27 @@ def test_a_seek_call_that_died_is_ended_by_maintenance(small: Services, clock: F
     assert SeekWorker(small.ctx).resume_stalled() == 0  # not resumed: its caller got an error
     assert status(small)["state"] == "FAILED" and job.new_url not in queue_urls(small)
     assert small.ctx.resources.require_subscription(SUB).queue_gen == before.queue_gen
+
+
+def test_a_failed_chunk_releases_its_lease_and_is_retried(small: Services, clock: FakeClock,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    published_and_acked(small, clock)
+    small.seek.seek_to_time(SUB, 0)
+    worker = SeekWorker(small.ctx)
+    send = worker.seek._send
+    failures = iter([True])
+
+    def flaky(rec: Any, out: Any) -> int:
+        if next(failures, False):
+            raise Unavailable("SQS is throttling")
+        return send(rec, out)
+
+    monkeypatch.setattr(worker.seek, "_send", flaky)
+    _, event = small.ctx.invoker.pending.get()
+    with pytest.raises(Unavailable):  # Lambda retries the invocation
+        worker.handle(event)
+    job = small.ctx.seek_jobs.get(SUB.path)
+    assert job is not None and job.running and job.lease_until == 0
+    assert worker.handle(event) == {"state": RUNNING}
+    assert run_worker(small)[-1] == SUCCEEDED
+    assert sorted(data(pull(small))) == MESSAGES
