@@ -14,7 +14,7 @@ from chalicelib.runtime import Services
 from chalicelib.service.seek_worker import SeekWorker
 from chalicelib.store import aws
 from tests.functional.conftest import FakeClock
-from tests.functional.test_seek import SUB, ack, data, make, publish, pull
+from tests.functional.test_seek import SUB, ack, data, make, publish, pull, snapshot_name, take_snapshot
 
 MESSAGES = [f"m{i}" for i in range(7)]
 
@@ -186,3 +186,25 @@ def test_a_failed_chunk_releases_its_lease_and_is_retried(small: Services, clock
     assert worker.handle(event) == {"state": RUNNING}
     assert run_worker(small)[-1] == SUCCEEDED
     assert sorted(data(pull(small))) == MESSAGES
+
+
+def test_a_seek_to_a_snapshot_continues_in_the_background(small: Services, clock: FakeClock) -> None:
+    make(small, clock)
+    publish(small, "acked-before")
+    clock.advance(1)
+    ack(small, pull(small))
+    for m in ("unacked-1", "unacked-2"):
+        publish(small, m)
+    clock.advance(1)
+    take_snapshot(small, snapshot_name())
+    clock.advance(1)
+    later = [f"later-{i}" for i in range(5)]
+    for m in later:
+        publish(small, m)
+    clock.advance(1)
+    ack(small, pull(small))
+    outcome = small.seek.seek_to_snapshot(SUB, snapshot_name())
+    assert outcome.background
+    assert run_worker(small)[-1] == SUCCEEDED
+    assert status(small)["snapshot"] == snapshot_name().path
+    assert sorted(data(pull(small))) == sorted(["unacked-1", "unacked-2", *later])
