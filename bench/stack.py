@@ -4,7 +4,8 @@ moto's server and the Chalice app listen on free ports; the trigger pump runs in
 AWS request is counted by :mod:`chalicelib.store.aws`'s request counter and labelled with the part
 that made it: ``api:{verb}`` (the API handler threads, by route verb), ``fanout`` (the stream
 handler, called by the pump), ``pump`` (the pump's own stream reads and checkpoints), ``push`` (the
-push handler, called by the push pump) or ``push-pump`` (the push pump's receives, which Lambda's SQS
+push handler, called by the push pump) or ``seek_worker`` (a background seek's chunks, the asynchronous
+invocations the invoke pump plays), ``push-pump`` (the push pump's receives, which Lambda's SQS
 poller makes on AWS, and its local-only bookkeeping); inside an API request, the token and ACL check's
 own requests are ``api-auth``. API handler, fan-out and push durations are measured as Lambda would bill
 them, and each API request's time in the check (``authenticate`` + ``authorize``) is kept too.
@@ -227,7 +228,9 @@ class BenchStack:
             aws.set_part("push-pump")
             self.push_pump.run()
 
+        self.invocations = self._invoke_pump()
         self._threads = [
+            threading.Thread(target=self.invocations.run, name="metro-invoke", daemon=True),
             threading.Thread(target=run_pump, name="metro-pump", daemon=True),
             threading.Thread(target=run_push_pump, name="metro-push-pump", daemon=True),
             threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.2}, name="metro-api",
@@ -235,6 +238,17 @@ class BenchStack:
         ]
         for t in self._threads:
             t.start()
+
+    def _invoke_pump(self) -> Any:
+        """Lambda's asynchronous invocations (the background seek's worker), labelled ``seek_worker``."""
+        from chalicelib import runtime
+        from chalicelib.delivery import handlers
+        from chalicelib.local.invoke_pump import InvokePump
+
+        worker = counted(self.aws, self.stats, "seek_worker", handlers.seek_worker)
+        pump = InvokePump(lambda: runtime.services().ctx.invoker.pending, {"seek_worker": worker})
+        self.stack.invocations = pump
+        return pump
 
     def client(self, service: str) -> Any:
         """A counted boto3 client on the emulator (baselines use them, labelled by their threads)."""
@@ -249,15 +263,21 @@ class BenchStack:
         stage deployed with keys does. The pumps keep their configuration: fan-out and push do not check
         tokens. Call it between scenarios only, while no request is in flight.
         """
+        admin_key = secrets.token_urlsafe(32)
+        with self.settings({"METRO_AUTH": "keys", "METRO_ADMIN_KEY": admin_key}):
+            yield admin_key
+
+    @contextlib.contextmanager
+    def settings(self, values: dict[str, str]) -> Iterator[None]:
+        """Serve with these configuration variables inside the block (Metro's services rebuilt with them), the
+        previous ones after. Call it between scenarios only, while no request is in flight."""
         from chalicelib import runtime
 
-        names = ("METRO_AUTH", "METRO_ADMIN_KEY")
-        saved = {name: os.environ.get(name) for name in names}
-        admin_key = secrets.token_urlsafe(32)
-        os.environ.update({"METRO_AUTH": "keys", "METRO_ADMIN_KEY": admin_key})
+        saved = {name: os.environ.get(name) for name in values}
+        os.environ.update(values)
         runtime.reset()
         try:
-            yield admin_key
+            yield
         finally:
             for name, value in saved.items():
                 if value is None:

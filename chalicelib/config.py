@@ -74,8 +74,8 @@ class Config:
                                                                            "150")))
     quotas: Quotas = field(default_factory=Quotas)
     # --- seek (docs/decisions/seek.md) ---
-    # A seek that restores more messages than this fills its new queue generation in the background: the call
-    # returns once this many are enqueued, and the seek worker goes on, a chunk of seek_chunk_messages per
+    # A seek whose log holds more messages than this fills its new queue generation in the background: the call
+    # returns once it has read this many, and the seek worker goes on, reading seek_chunk_messages per
     # invocation (progress at GET .../subscriptions/{s}:seekStatus).
     seek_inline_max_messages: int = field(default_factory=lambda: int(_env("METRO_SEEK_INLINE_MAX_MESSAGES",
                                                                            "20000")))

@@ -10,12 +10,15 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
+Pending = queue.Queue[tuple[str, dict[str, Any]]]
+
 log = logging.getLogger("metro.invoke")
 Handler = Callable[[dict[str, Any], Any], Any]
 
 
 class InvokePump:
-    def __init__(self, pending: queue.Queue[tuple[str, dict[str, Any]]], handlers: Mapping[str, Handler]) -> None:
+    def __init__(self, pending: Callable[[], Pending], handlers: Mapping[str, Handler]) -> None:
+        """``pending``: the current services' queue of invocations (they are rebuilt when settings change)."""
         self._pending = pending
         self._handlers = handlers
         self._stop = threading.Event()
@@ -23,7 +26,7 @@ class InvokePump:
     def run_once(self, timeout: float = 0.2) -> bool:
         """Run one queued invocation; False when none came within ``timeout``."""
         try:
-            function, event = self._pending.get(timeout=timeout)
+            function, event = self._pending().get(timeout=timeout)
         except queue.Empty:
             return False
         handler = self._handlers.get(function.rsplit("-", 1)[-1])

@@ -91,7 +91,8 @@ class Stack:
         self.push_pump = PushPump(self.config, handlers.push, refresh=self.local.push_refresh)
         self.schedule = Schedule(handlers.maintenance, self.local.maintenance_interval)
         self.sweep = Schedule(handlers.dead_letter_sweep, self.local.dead_letter_sweep_interval, "dead-letter-sweep")
-        self.invocations = InvokePump(runtime.services().ctx.invoker.pending, {"seek_worker": handlers.seek_worker})
+        self.invocations = InvokePump(lambda: runtime.services().ctx.invoker.pending,
+                                      {"seek_worker": handlers.seek_worker})
         from app import app  # imported late: the app reads configuration when first used
 
         # As `chalice local` does: make current_request thread-local, since requests run concurrently.

@@ -172,8 +172,9 @@ class SeekService:
         if not swapped:
             try:
                 self.ctx.resources.swap_queue(name, old, new.queue_url, new.queue_gen, self.ctx.seek_jobs.guard(job))
-            except Exception:
+            except Exception:  # replaced by a later seek, or the subscription changed: this seek ends here
                 self.ctx.queues.delete(new.queue_url)
+                self.ctx.seek_jobs.save(seek_jobs.ended(job, FAILED, self.ctx.clock()))
                 raise
             push_config.sync(self.ctx, old, new)
         # What was published while the new generation filled (the log item is written after fan-out) ...
@@ -206,25 +207,21 @@ class SeekService:
     def replay(self, rec: SubscriptionRecord, restore: Restore, from_ms: int, after: str, now: float,
                limit: int = 0) -> tuple[int, str, bool]:
         """Send the topic's retained messages that ``restore`` wants to ``rec``'s queue, a batch of publish
-        requests at a time, stopping after the publish request that reaches ``limit`` messages (0: no limit);
-        returns (messages sent, the last request id read, whether the log was read to its end)."""
-        sent, last = 0, after
+        requests at a time, reading no further than the publish request that brings the messages read to
+        ``limit`` (0: no limit); returns (messages sent, the last request id read, whether the log was read to
+        its end)."""
+        sent, read, last = 0, 0, after
         inline_max = self.ctx.config.inline_max_bytes
-        for batch in self.ctx.history.messages(rec.spec.topic, from_ms, now, after):
+        for batch in self.ctx.history.messages(rec.spec.topic, from_ms, now, after, limit):
             out: list[Outgoing] = []
-            full = False
             for request in batch:
                 last = request.entry.request_id
+                read += request.entry.count
                 out.extend(to_outgoing(rec, request.entry, r.message, r.offset, inline_max) for r in request.messages
                            if restore.wants(r.message.message_id, r.message.ordering_key)
                            and matches_filter(rec, r.message.attributes))
-                full = bool(limit) and sent + len(out) >= limit
-                if full:
-                    break
             sent += self._send(rec, out)
-            if full:
-                return sent, last, False
-        return sent, last, True
+        return sent, last, not limit or read < limit
 
     def _send(self, rec: SubscriptionRecord, out: list[Outgoing]) -> int:
         if not out:

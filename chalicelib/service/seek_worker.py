@@ -16,7 +16,7 @@ import logging
 from typing import Any
 
 from chalicelib.core import names, seek_jobs
-from chalicelib.core.errors import MetroError
+from chalicelib.core.errors import MetroError, NotFound
 from chalicelib.core.records import SubscriptionRecord
 from chalicelib.core.seek import Restore
 from chalicelib.core.seek_jobs import FAILED, SUPERSEDED, SeekJob
@@ -49,23 +49,39 @@ class SeekWorker:
             return self._end(job, SUPERSEDED, delete_fill=rec is None or rec.queue_gen != job.new_gen)
         old = SubscriptionRecord(rec.spec, rec.created, job.old_url, job.old_gen)
         new = SubscriptionRecord(rec.spec, rec.created, job.new_url, job.new_gen)
+        swapped = rec.queue_gen == job.new_gen
         try:
             restore = self._restore(job)
-            swapped = rec.queue_gen == job.new_gen
             if not swapped:
                 sent, last, done = self.seek.replay(new, restore, job.read_from_ms(), job.cursor, self.ctx.clock(),
                                                     self.ctx.config.seek_chunk_messages)
                 if not done:
                     return self._next(job, seek_jobs.advanced(job, last, sent, self.ctx.clock()))
-                job = dataclasses.replace(job, cursor=last, restored=job.restored + sent)
+                # Recorded before the swap (the lease kept): a crash after it does not enqueue this chunk again.
+                filled = dataclasses.replace(seek_jobs.advanced(job, last, sent, self.ctx.clock()),
+                                             lease_until=job.lease_until)
+                if not self.ctx.seek_jobs.save(filled, expected=job):
+                    return SUPERSEDED
+                job = filled
             self.seek.complete(job, old, new, restore, swapped)
         except MetroError as exc:
-            current = self.ctx.seek_jobs.get(job.subscription)
-            if current is None or current.seek_id != job.seek_id:
-                return SUPERSEDED
-            log.warning("seek of %s stops: %s", job.subscription, exc)
-            return self._end(job, FAILED, delete_fill=True)
+            return self._failed(job, exc, swapped)
         return seek_jobs.SUCCEEDED
+
+    def _failed(self, job: SeekJob, exc: MetroError, swapped: bool) -> str:
+        """After an error: replaced or ended meanwhile (a refused swap ends the seek), say so; the snapshot's
+        backlog gone, end it; otherwise release the lease and fail the invocation (Lambda retries it, and the
+        maintenance schedule resumes the seek after that)."""
+        current = self.ctx.seek_jobs.get(job.subscription)
+        if current is None or current.seek_id != job.seek_id:
+            return SUPERSEDED
+        if not current.running:
+            return current.state
+        if isinstance(exc, NotFound):
+            log.warning("seek of %s stops: %s", job.subscription, exc)
+            return self._end(current, FAILED, delete_fill=not swapped)
+        self.ctx.seek_jobs.save(dataclasses.replace(current, lease_until=0.0), expected=current)
+        raise exc
 
     def _restore(self, job: SeekJob) -> Restore:
         if not job.backlog_key:

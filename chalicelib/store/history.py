@@ -66,13 +66,21 @@ class TopicHistory:
                 return
             args["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
 
-    def messages(self, topic: str, from_ms: int, now: float, after: str = "") -> Iterator[list[RequestMessages]]:
+    def messages(self, topic: str, from_ms: int, now: float, after: str = "",
+                 limit: int = 0) -> Iterator[list[RequestMessages]]:
         """Every retained message published from ``from_ms`` on (of requests after the request id ``after``), in
-        batches of publish requests, in order."""
+        batches of publish requests, in order; with ``limit``, only the requests up to the one that brings the
+        messages read to ``limit`` (their raw objects are all that is read)."""
+        budget = limit
         for page in self.entries(topic, from_ms, now):
             wanted = [e for e in page if e.request_id > after]
+            if limit:
+                wanted = _within(wanted, budget)
+                budget -= sum(e.count for e in wanted)
             for start in range(0, len(wanted), BATCH_ENTRIES):
                 yield self.read(wanted[start : start + BATCH_ENTRIES])
+            if limit and budget <= 0:
+                return
 
     def read(self, entries: list[LogEntry]) -> list[RequestMessages]:
         """The messages of these publish requests: raw objects on threads, the rest from the archive."""
@@ -91,3 +99,13 @@ class TopicHistory:
         wanted = [ids.message_id(entry.request_id, i) for i in range(entry.count)]
         found = self._log.read_archived_messages(entry.key, wanted)
         return [Retained(payload.StoredMessage(m, *found[m]), 0) for m in wanted if m in found]
+
+
+def _within(entries: list[LogEntry], budget: int) -> list[LogEntry]:
+    """The first entries, up to and including the one whose messages reach ``budget``."""
+    total = 0
+    for i, entry in enumerate(entries):
+        total += entry.count
+        if total >= budget:
+            return entries[: i + 1]
+    return entries

@@ -25,18 +25,17 @@ REQUESTS, PER_REQUEST = 8, 5
 
 
 @pytest.fixture(scope="module")
-def small_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningStack]:
-    running = start_stack(tmp_path_factory.mktemp("seek-bg") / "metro.log",
-                          {"METRO_SEEK_INLINE_MAX_MESSAGES": "5", "METRO_SEEK_CHUNK_MESSAGES": "10"})
-    yield running
-    running.stop()
-
-
-@pytest.fixture(scope="module")
-def clients(small_stack: RunningStack) -> tuple[Any, Any]:
-    opts = {"api_endpoint": small_stack.url}
-    return (GapicPublisher(transport="rest", client_options=opts, credentials=AnonymousCredentials()),
-            pubsub_v1.SubscriberClient(transport="rest", client_options=opts, credentials=AnonymousCredentials()))
+def small(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[RunningStack, Any, Any]]:
+    """A stack whose seeks go to the background past 5 messages (chunks of 10), with a publisher (one call, one
+    request) and a subscriber on it."""
+    limits = {"METRO_SEEK_INLINE_MAX_MESSAGES": "5", "METRO_SEEK_CHUNK_MESSAGES": "10"}
+    running = start_stack(tmp_path_factory.mktemp("seek-bg") / "metro.log", limits)
+    opts, anonymous = {"api_endpoint": running.url}, AnonymousCredentials()
+    try:
+        yield (running, GapicPublisher(transport="rest", client_options=opts, credentials=anonymous),
+               pubsub_v1.SubscriberClient(transport="rest", client_options=opts, credentials=anonymous))
+    finally:
+        running.stop()
 
 
 def seek_status(stack: RunningStack, sub: str) -> dict[str, Any]:
@@ -52,9 +51,8 @@ def until_done(stack: RunningStack, sub: str, timeout: float = 30.0) -> dict[str
     return status
 
 
-def test_a_large_seek_returns_at_once_and_completes_in_the_background(small_stack: RunningStack,
-                                                                       clients: tuple[Any, Any]) -> None:
-    gapic, subscriber = clients
+def test_a_large_seek_returns_at_once_and_completes_in_the_background(small: tuple[RunningStack, Any, Any]) -> None:
+    small_stack, gapic, subscriber = small
     topic, sub = f"projects/{PROJECT}/topics/big-topic", f"projects/{PROJECT}/subscriptions/big-sub"
     gapic.create_topic(name=topic)
     subscriber.create_subscription(request={"name": sub, "topic": topic, "retain_acked_messages": True})

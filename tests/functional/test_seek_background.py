@@ -4,16 +4,17 @@ resumes from the cursor, the later seek wins; time injected (FakeClock), the wor
 from __future__ import annotations
 
 import dataclasses
-from typing import cast
+from typing import Any, cast
 
 import pytest
 
+from chalicelib.core.errors import Unavailable
 from chalicelib.core.seek_jobs import RUNNING, SUCCEEDED
 from chalicelib.runtime import Services
 from chalicelib.service.seek_worker import SeekWorker
 from chalicelib.store import aws
 from tests.functional.conftest import FakeClock
-from tests.functional.test_seek import SUB, ack, data, make, publish, pull
+from tests.functional.test_seek import SUB, ack, data, make, publish, pull, snapshot_name, take_snapshot
 
 MESSAGES = [f"m{i}" for i in range(7)]
 
@@ -118,3 +119,92 @@ def test_an_inline_seek_replaces_a_running_one(small: Services, clock: FakeClock
     assert status(small)["state"] == SUCCEEDED
     assert small.ctx.resources.require_subscription(SUB).queue_gen == second.generation
     assert pull(small) == []
+
+
+def test_a_crash_after_the_swap_is_finished_by_the_resumed_worker(small: Services, clock: FakeClock,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    published_and_acked(small, clock)
+    old_url = small.ctx.resources.require_subscription(SUB).queue_url
+    outcome = small.seek.seek_to_time(SUB, 0)
+
+    def crash(*_: object) -> int:
+        raise RuntimeError("the worker died")
+
+    worker = SeekWorker(small.ctx)
+    monkeypatch.setattr(worker.seek, "_rescue", crash)  # dies between the swap and retiring the old queue
+    with pytest.raises(RuntimeError):
+        while not small.ctx.invoker.pending.empty():
+            worker.handle(small.ctx.invoker.pending.get()[1])
+    assert small.ctx.resources.require_subscription(SUB).queue_gen == outcome.generation
+    assert status(small)["state"] == RUNNING and old_url in queue_urls(small)
+    clock.advance(small.ctx.config.seek_lease_seconds + 1)
+    assert SeekWorker(small.ctx).resume_stalled() == 1
+    assert run_worker(small) == [SUCCEEDED]
+    assert old_url not in queue_urls(small)
+    assert sorted(data(pull(small))) == MESSAGES
+
+
+def test_a_seek_call_that_died_is_ended_by_maintenance(small: Services, clock: FakeClock,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    published_and_acked(small, clock)
+    before = small.ctx.resources.require_subscription(SUB)
+
+    def die(*_: object) -> tuple[int, str, bool]:
+        raise SystemExit("the API function's process ended")  # not an error the call could handle
+
+    monkeypatch.setattr(small.seek, "replay", die)
+    with pytest.raises(SystemExit):
+        small.seek.seek_to_time(SUB, 0)
+    job = small.ctx.seek_jobs.get(SUB.path)
+    assert job is not None and job.running and job.new_url in queue_urls(small)
+    assert SeekWorker(small.ctx).resume_stalled() == 0  # the call's lease is live: it may still be running
+    clock.advance(small.ctx.config.seek_lease_seconds + 1)
+    assert SeekWorker(small.ctx).resume_stalled() == 0  # not resumed: its caller got an error
+    assert status(small)["state"] == "FAILED" and job.new_url not in queue_urls(small)
+    assert small.ctx.resources.require_subscription(SUB).queue_gen == before.queue_gen
+
+
+def test_a_failed_chunk_releases_its_lease_and_is_retried(small: Services, clock: FakeClock,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    published_and_acked(small, clock)
+    small.seek.seek_to_time(SUB, 0)
+    worker = SeekWorker(small.ctx)
+    send = worker.seek._send
+    failures = iter([True])
+
+    def flaky(rec: Any, out: Any) -> int:
+        if next(failures, False):
+            raise Unavailable("SQS is throttling")
+        return send(rec, out)
+
+    monkeypatch.setattr(worker.seek, "_send", flaky)
+    _, event = small.ctx.invoker.pending.get()
+    with pytest.raises(Unavailable):  # Lambda retries the invocation
+        worker.handle(event)
+    job = small.ctx.seek_jobs.get(SUB.path)
+    assert job is not None and job.running and job.lease_until == 0
+    assert worker.handle(event) == {"state": RUNNING}
+    assert run_worker(small)[-1] == SUCCEEDED
+    assert sorted(data(pull(small))) == MESSAGES
+
+
+def test_a_seek_to_a_snapshot_continues_in_the_background(small: Services, clock: FakeClock) -> None:
+    make(small, clock)
+    publish(small, "acked-before")
+    clock.advance(1)
+    ack(small, pull(small))
+    for m in ("unacked-1", "unacked-2"):
+        publish(small, m)
+    clock.advance(1)
+    take_snapshot(small, snapshot_name())
+    clock.advance(1)
+    later = [f"later-{i}" for i in range(5)]
+    for m in later:
+        publish(small, m)
+    clock.advance(1)
+    ack(small, pull(small))
+    outcome = small.seek.seek_to_snapshot(SUB, snapshot_name())
+    assert outcome.background
+    assert run_worker(small)[-1] == SUCCEEDED
+    assert status(small)["snapshot"] == snapshot_name().path
+    assert sorted(data(pull(small))) == sorted(["unacked-1", "unacked-2", *later])
