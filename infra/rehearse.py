@@ -71,9 +71,8 @@ def wait_until_up(url: str, process: subprocess.Popen[Any] | None, log: Path, ti
     while time.monotonic() < deadline:
         if process is not None and process.poll() is not None:
             raise RuntimeError(f"the emulator exited early:\n{log.read_text()[-3000:]}")
-        with contextlib.suppress(OSError):
-            with urllib.request.urlopen(f"{url}/_localstack/health", timeout=2):
-                return
+        with contextlib.suppress(OSError), urllib.request.urlopen(f"{url}/_localstack/health", timeout=2):
+            return
         time.sleep(0.2)
     raise RuntimeError(f"the emulator at {url} did not answer within {timeout:.0f} s")
 
