@@ -40,7 +40,7 @@ MINISTACK_PYTHON = ROOT / ".venv-rehearse" / "bin" / "python"
 REGION = "us-east-1"
 # Credentials the emulator accepts; set explicitly so that no credentials of the caller's reach any command.
 EMULATOR_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_SESSION_TOKEN": ""}
-_ENDPOINT_OUTPUT = re.compile(r"^endpoint: https://([a-z0-9]+)\.execute-api\.[^/]+/([^/\s]+)/?\s*$", re.M)
+_ENDPOINT_OUTPUT = re.compile(r"^endpoint: (\S+)\s*$", re.M)
 
 cli = typer.Typer(add_completion=False, help="Deploy the packaged artifact into a local emulator and test it.")
 
@@ -120,13 +120,11 @@ def run_deploy(endpoint: str, stage: str) -> str:
 
 
 def api_url(endpoint: str, deploy_output: str) -> str:
-    """The stage's API Gateway URL on the emulator: the REST API id and stage of the endpoint the deploy printed,
-    addressed by path (``/_aws/execute-api/{id}/{stage}``, as ministack and LocalStack both serve it)."""
+    """The stage's API Gateway URL on the emulator, as the deploy printed it."""
     found = _ENDPOINT_OUTPUT.search(deploy_output)
-    if not found:
-        raise RuntimeError(f"the deploy printed no API Gateway endpoint:\n{deploy_output}")
-    api_id, api_stage = found.groups()
-    return f"{endpoint.rstrip('/')}/_aws/execute-api/{api_id}/{api_stage}"
+    if not found or not found.group(1).startswith(endpoint.rstrip("/") + "/"):
+        raise RuntimeError(f"the deploy printed no API Gateway endpoint on {endpoint}:\n{deploy_output}")
+    return found.group(1)
 
 
 def rehearse(endpoint: str, stage: str, pytest_args: list[str]) -> int:
