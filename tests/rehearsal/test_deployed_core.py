@@ -1,8 +1,10 @@
 """The core path of the deployed artifact through API Gateway: publish, pull, acknowledge, redelivery, a body
-stored in S3, and fan-out by the fan-out function on the messages table's stream mapping."""
+stored in S3, fan-out by the fan-out function on the messages table's stream mapping, and the maintenance
+function."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import boto3
@@ -62,3 +64,15 @@ def test_fan_out_through_the_stream_mapping(deployed: Deployed, gapic: Any, publ
         QueueUrl=boto3.client("sqs").get_queue_url(QueueName=deployed.names.dlq)["QueueUrl"],
         AttributeNames=["ApproximateNumberOfMessages"])["Attributes"]
     assert failures["ApproximateNumberOfMessages"] == "0"
+
+
+def test_the_scheduled_maintenance_function_runs(deployed: Deployed, sub: str) -> None:
+    """Invoked with the event its hourly rule sends: it scans the subscriptions and expires none of the fresh ones."""
+    event = {"version": "0", "id": "rehearsal", "detail-type": "Scheduled Event", "source": "aws.events",
+             "account": "000000000000", "time": "2026-01-01T00:00:00Z", "region": "us-east-1", "resources": [],
+             "detail": {}}
+    answer = boto3.client("lambda").invoke(FunctionName=deployed.names.function("maintenance"),
+                                           Payload=json.dumps(event).encode())
+    result = json.loads(answer["Payload"].read())
+    assert "FunctionError" not in answer, result
+    assert result == {"expired": []}
