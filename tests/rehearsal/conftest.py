@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +20,7 @@ from google.pubsub_v1 import PublisherClient as GapicPublisher
 
 from infra import secrets
 from infra.names import StageNames
+from tests.e2e.conftest import _no_emulator_env  # noqa: F401  (autouse: google-cloud-pubsub must use client_options)
 
 PROJECT = "rehearsal"
 _counter = itertools.count()
@@ -34,15 +34,6 @@ class Deployed:
 
     def client_options(self) -> dict[str, str]:
         return {"api_endpoint": self.url}
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _no_emulator_env() -> Iterator[None]:
-    """PUBSUB_EMULATOR_HOST would make google-cloud-pubsub ignore client_options (and use gRPC)."""
-    mp = pytest.MonkeyPatch()
-    mp.delenv("PUBSUB_EMULATOR_HOST", raising=False)
-    yield
-    mp.undo()
 
 
 @pytest.fixture(scope="session")
