@@ -21,6 +21,7 @@ from google.pubsub_v1 import PublisherClient as GapicPublisher
 from infra import secrets
 from infra.names import StageNames
 from tests.e2e.conftest import _no_emulator_env  # noqa: F401  (autouse: google-cloud-pubsub must use client_options)
+from tests.e2e.test_auth_keys import call
 
 PROJECT = "rehearsal"
 _counter = itertools.count()
@@ -34,6 +35,13 @@ class Deployed:
 
     def client_options(self) -> dict[str, str]:
         return {"api_endpoint": self.url}
+
+
+def ok(deployed: Deployed, method: str, path: str, token: str, body: Any = None) -> Any:
+    """A curl-like call with ``x-api-key`` that must answer 200; its JSON body."""
+    resp = call(deployed, method, path, token, body)  # type: ignore[arg-type]  # call() reads .url only
+    assert resp.status_code == 200, (method, path, resp.text)
+    return resp.json() if resp.content else {}
 
 
 @pytest.fixture(scope="session")

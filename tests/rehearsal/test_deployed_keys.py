@@ -16,13 +16,7 @@ from google.oauth2.credentials import Credentials
 
 from chalicelib.config import MAX_AUTH_CACHE_SECONDS
 from tests.e2e.test_auth_keys import call, denied, pull_until
-from tests.rehearsal.conftest import Deployed
-
-
-def ok(deployed: Deployed, method: str, path: str, token: str, body: Any = None) -> Any:
-    resp = call(deployed, method, path, token, body)  # type: ignore[arg-type]  # call() reads .url only
-    assert resp.status_code == 200, (method, path, resp.text)
-    return resp.json() if resp.content else {}
+from tests.rehearsal.conftest import Deployed, ok
 
 
 @pytest.fixture(scope="module")
