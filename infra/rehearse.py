@@ -87,8 +87,10 @@ def ministack(workdir: Path) -> Iterator[str]:
     log = workdir / "ministack.log"
     # The functions' worker processes inherit this environment under their own variables: nothing of the
     # caller's AWS or Metro settings goes in.
+    scratch = workdir / "tmp"  # each function worker unpacks its code and layer here (~170 MB): removed at the end
+    scratch.mkdir()
     env = {**emulator_environment(url), "GATEWAY_PORT": str(port), "BIND_HOST": "127.0.0.1",
-           "MINISTACK_REGION": REGION, "LOG_LEVEL": "WARNING"}
+           "MINISTACK_REGION": REGION, "LOG_LEVEL": "WARNING", "TMPDIR": str(scratch)}
     for name in ("AWS_ENDPOINT_URL", "AWS_SESSION_TOKEN"):
         env.pop(name)
     say(f"starting ministack on {url} (log: {log})")
@@ -106,6 +108,7 @@ def ministack(workdir: Path) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def run_deploy(endpoint: str, stage: str) -> str:
