@@ -10,7 +10,7 @@ RECORD ?=
 
 .DEFAULT_GOAL := help
 .PHONY: help install install-run run run-aws check test lint ruff mypy unit functional e2e compat spark \
-        bench bench-quick bench-spark compact retention metrics replay deploy destroy policies spark35 clean
+        bench bench-quick bench-spark compact retention metrics replay deploy destroy policies spark35 rehearse clean
 
 help: ## List the targets (this text)
 	@echo "Metro: a Google Pub/Sub REST v1 compatible service on AWS. Targets:"
@@ -127,8 +127,20 @@ deploy: $(DEV_STAMP) ## Deploy stage STAGE to AWS (storage stack, secrets, packa
 destroy: $(DEV_STAMP) ## Remove stage STAGE's app; keeps tables and bucket unless DELETE_DATA=1
 	$(BIN)/python -m infra.deploy destroy --stage $(STAGE) $(if $(DELETE_DATA),--delete-data)
 
+# The packaged artifact in an emulator that runs the functions and their event source mappings: ministack in its own
+# venv (it pins botocore), on a free port, or REHEARSE_ENDPOINT (LocalStack: http://localhost:4566). ARGS go to pytest.
+REHEARSE_VENV := .venv-rehearse
+$(REHEARSE_VENV)/.installed: requirements-rehearse.txt
+	test -x $(REHEARSE_VENV)/bin/python || $(PY) -m venv $(REHEARSE_VENV)
+	@echo "==> installing the rehearsal's emulator (requirements-rehearse.txt: ministack and its pins; ~100 MB)"
+	$(REHEARSE_VENV)/bin/python -m pip install -q --disable-pip-version-check -r requirements-rehearse.txt
+	touch $@
+
+rehearse: $(DEV_STAMP) $(if $(REHEARSE_ENDPOINT),,$(REHEARSE_VENV)/.installed) ## Deploy the packaged app into an emulator twice, then its e2e tests
+	$(BIN)/python -m infra.rehearse -- $(ARGS)
+
 policies: $(DEV_STAMP) ## Regenerate the per-function IAM policies of .chalice/
 	$(BIN)/python -m infra.policies
 
 clean: ## Remove .venv, caches and bench/out/
-	rm -rf $(VENV) $(SPARK35) .pytest_cache .mypy_cache .ruff_cache bench/out
+	rm -rf $(VENV) $(SPARK35) $(REHEARSE_VENV) .pytest_cache .mypy_cache .ruff_cache bench/out

@@ -23,6 +23,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -173,6 +174,17 @@ def template_url(s3: Any, bucket: str, key: str, region: str) -> str:
     return f"{endpoint}/{bucket}/{key}"  # an emulator: path-style
 
 
+def reachable_endpoint(endpoint_url: str, service_endpoint: str) -> str:
+    """The API's URL to call: CloudFormation's ``EndpointURL`` on AWS. On an emulator (``service_endpoint`` is not
+    amazonaws.com) that host name does not resolve: the same REST API and stage addressed by path,
+    ``{emulator}/_aws/execute-api/{api id}/{stage}``, as LocalStack and ministack serve it."""
+    found = re.match(r"^https://([a-z0-9]+)\.execute-api\.[^/]+/([^/]+)/?$", endpoint_url)
+    if "amazonaws.com" in service_endpoint or not found:
+        return endpoint_url
+    api_id, stage = found.groups()
+    return f"{service_endpoint.rstrip('/')}/_aws/execute-api/{api_id}/{stage}"
+
+
 def deploy_stage(t: Target, settings: dict[str, Any], workdir: Path) -> tuple[bool, str]:
     """Both stacks; (anything changed, the HTTPS endpoint)."""
     cfn, s3 = session_client("cloudformation", t.region), session_client("s3", t.region)
@@ -194,7 +206,8 @@ def deploy_stage(t: Target, settings: dict[str, Any], workdir: Path) -> tuple[bo
     changed = apply_change_set(cfn, t.names.app_stack, source, {}) or changed
     if repair_push_mappings(session_client("lambda", t.region), t.names.function("push")):
         changed = True
-    return changed, outputs(cfn, t.names.app_stack).get("EndpointURL", "")
+    endpoint = outputs(cfn, t.names.app_stack).get("EndpointURL", "")
+    return changed, reachable_endpoint(endpoint, cfn.meta.endpoint_url)
 
 
 def _push_mappings(lam: Any, function: str) -> list[dict[str, Any]]:

@@ -1,6 +1,6 @@
 """The pyarrow Lambda layer: what the functions need to read a compacted body from the Parquet archive.
 
-The deploy downloads the pinned pyarrow wheel for Lambda's platform (manylinux x86_64, CPython 3.11),
+The deploy downloads pyarrow's wheel for Lambda's platform (manylinux2014 x86_64, CPython 3.11),
 keeps the modules reading Parquet needs (the core, compute, dataset, acero, parquet) and leaves out
 what it does not (Flight, the Substrait and ORC modules, tests, C++ headers and Cython sources), so the layer and the
 bundle stay well inside Lambda's 250 MB unzipped limit. The layer puts ``pyarrow`` under ``python/``,
@@ -15,7 +15,6 @@ import sys
 import zipfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("pyarrow",)  # numpy is optional for pyarrow and chalicelib.store.archive does not use it
 EXCLUDED = re.compile(
     r"(^|/)(tests|include|src)/"
@@ -25,23 +24,20 @@ EXCLUDED = re.compile(
     r"|(^|/)_dataset_orc[^/]*$"
     r"|(^|/)__pycache__/"
 )
+# Lambda's python3.11 runtime runs on Amazon Linux 2 (glibc 2.26): only manylinux2014 (glibc 2.17) wheels load
+# there. pyarrow publishes manylinux_2_28 wheels only from 21.0 on, so the layer keeps the last release with a
+# manylinux2014 wheel; it reads the Parquet files the Spark jobs write with the newer pyarrow of requirements-dev.txt
+# (tests/unit/test_lambda_layer.py reads an archive file with this very wheel).
+LAYER_PYARROW = "20.0.0"
 LAMBDA_PLATFORM = ("--platform", "manylinux2014_x86_64", "--python-version", "3.11", "--implementation", "cp",
                    "--only-binary=:all:")
 
 
-def pinned_version(package: str = "pyarrow") -> str:
-    """The version requirements-dev.txt pins (the one the tests and the Spark jobs use)."""
-    for line in (ROOT / "requirements-dev.txt").read_text().splitlines():
-        if line.startswith(f"{package}=="):
-            return line.split("==", 1)[1].strip()
-    raise LookupError(f"{package} is not pinned in requirements-dev.txt")
-
-
 def download(dest: Path) -> Path:
-    """Unpack the pinned pyarrow wheel for Lambda's platform into ``dest`` (a site-packages-like folder)."""
+    """Unpack the layer's pyarrow wheel for Lambda's platform into ``dest`` (a site-packages-like folder)."""
     wheels = dest / "wheels"
     subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--dest", str(wheels), *LAMBDA_PLATFORM,
-                    f"pyarrow=={pinned_version()}"], check=True)
+                    f"pyarrow=={LAYER_PYARROW}"], check=True)
     site = dest / "site"
     for wheel in wheels.glob("*.whl"):
         with zipfile.ZipFile(wheel) as zf:

@@ -11,6 +11,8 @@ deploy command hands to CloudFormation:
   ``AWS::Lambda::EventSourceMapping`` on the storage stack's exported stream ARN with partial batch
   failure reports, bisection on error, a parallelization factor, and an on-failure destination: an
   SQS queue (the records a batch could not fan out, kept 14 days) with an alarm on its depth;
+* the push function's token issuer (``METRO_PUBLIC_URL``): the stage's API Gateway URL, whose
+  ``/v1/jwks`` serves the keys (the API function cannot name its own API: the API refers to it);
 * reserved concurrency for the functions asked for;
 * the pyarrow layer (infra/layer.py) on every function: each may read a compacted body from the archive;
 * the AMS dialect's API (infra/ams_stage.py): the same handler behind a second API whose stage says
@@ -121,6 +123,12 @@ def _layer(names: StageNames, settings: Settings) -> dict[str, Any]:
     }
 
 
+def _public_url(out: Template) -> Any:
+    """The stage's API URL as Chalice's ``EndpointURL`` output writes it, without the trailing slash."""
+    value = out["Outputs"]["EndpointURL"]["Value"]
+    return {"Fn::Sub": value["Fn::Sub"].rstrip("/")} if isinstance(value, dict) and "Fn::Sub" in value else value
+
+
 def _grant_dlq(role: dict[str, Any]) -> None:
     """The on-failure destination is written with the function's own role."""
     doc = role["Properties"]["Policies"][0]["PolicyDocument"]
@@ -140,6 +148,8 @@ def merge(packaged: Template, settings: Settings) -> Template:
         _stage_environment(props, names)
         if function in settings.reserved_concurrency:
             props["ReservedConcurrentExecutions"] = settings.reserved_concurrency[function]
+    push_env = resources[FUNCTION_IDS["push"]]["Properties"]["Environment"]["Variables"]
+    push_env.setdefault("METRO_PUBLIC_URL", _public_url(out))  # a stage's own setting (a custom domain) wins
     if settings.layer_key:
         resources[LAYER_ID] = _layer(names, settings)
         for logical_id in FUNCTION_IDS.values():

@@ -1,7 +1,9 @@
 """Test tiers: every test is marked with the directory it lives in, so ``pytest -m <tier>`` picks a tier.
 
 unit (pure core, no AWS), functional (handlers and stores on in-process moto), e2e (the real local stack over
-HTTP), compat (side by side with Google's emulator), spark (the PySpark jobs on local[2]).
+HTTP), compat (side by side with Google's emulator), spark (the PySpark jobs on local[2]), rehearsal (the
+packaged artifact deployed into an emulator: collected only under ``make rehearse``, which sets
+``METRO_REHEARSAL_URL``; infra/rehearse.py).
 
 When the ``-m`` expression names tiers only (``unit or functional``, ``not spark``), the directories it cannot
 select are not even collected: importing the e2e and Spark modules costs seconds that a unit run need not pay.
@@ -16,7 +18,7 @@ from pathlib import Path
 import pytest
 
 TESTS = Path(__file__).resolve().parent
-TIERS = ("unit", "functional", "e2e", "compat", "spark")
+TIERS = ("unit", "functional", "e2e", "compat", "spark", "rehearsal")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _OPERATORS = {"and", "or", "not"}
 
@@ -53,6 +55,8 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     tier = tier_of(collection_path)
     if tier is None or collection_path.resolve() != TESTS / tier:
         return None
+    if tier == "rehearsal" and not os.environ.get("METRO_REHEARSAL_URL"):
+        return True  # nothing to run against without a deployed stage
     return None if selects_tier(config.getoption("markexpr") or "", tier) else True
 
 

@@ -1,0 +1,173 @@
+"""The rehearsal: deploy the packaged artifact into a local AWS emulator and drive it end to end.
+
+    python -m infra.rehearse [--endpoint http://localhost:4566] [--stage dev]
+
+Without ``--endpoint`` (or ``REHEARSE_ENDPOINT``) it starts ministack, an emulator that runs Lambda functions
+(Python ones as local worker processes, no Docker) and event source mappings, from its own venv
+(``.venv-rehearse``, requirements-rehearse.txt) on a free port of 127.0.0.1, and stops it at the end. With an
+endpoint (LocalStack, say) it uses that one and leaves it running.
+
+Then, all against the emulator (``AWS_ENDPOINT_URL`` and dummy credentials: never real AWS):
+
+1. ``python -m infra.deploy deploy --stage STAGE``, the very command and templates of ``make deploy``
+   (storage stack, SSM secrets, ``chalice package`` merged by infra/template.py, the pyarrow layer, the app
+   stack with API Gateway, the four functions and the stream mapping);
+2. the same command again, which must exit 0 and say "no changes";
+3. the end-to-end tests of tests/rehearsal/ against the stage's API Gateway URL with Google's clients, in the
+   deployed configuration (``METRO_AUTH=keys``, secrets from SSM).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import typer
+
+ROOT = Path(__file__).resolve().parents[1]
+MINISTACK_PYTHON = ROOT / ".venv-rehearse" / "bin" / "python"
+REGION = "us-east-1"
+# Credentials the emulator accepts; set explicitly so that no credentials of the caller's reach any command.
+EMULATOR_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_SESSION_TOKEN": ""}
+_ENDPOINT_OUTPUT = re.compile(r"^endpoint: (\S+)\s*$", re.M)
+
+cli = typer.Typer(add_completion=False, help="Deploy the packaged artifact into a local emulator and test it.")
+
+
+def say(text: str) -> None:
+    typer.echo(f"==> {text}", err=True)
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def emulator_environment(endpoint: str) -> dict[str, str]:
+    """The environment of every command run against the emulator: its endpoint, dummy credentials, one region,
+    and none of the caller's AWS or Metro settings (a profile or METRO_AUTH must not leak into the rehearsal)."""
+    kept = {k: v for k, v in os.environ.items()
+            if not k.startswith(("AWS_", "METRO_", "PUBSUB_EMULATOR_HOST"))}
+    return {**kept, **EMULATOR_CREDENTIALS, "AWS_ENDPOINT_URL": endpoint, "AWS_DEFAULT_REGION": REGION,
+            "AWS_REGION": REGION}
+
+
+def wait_until_up(url: str, process: subprocess.Popen[Any] | None, log: Path, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process is not None and process.poll() is not None:
+            raise RuntimeError(f"the emulator exited early:\n{log.read_text()[-3000:]}")
+        with contextlib.suppress(OSError), urllib.request.urlopen(f"{url}/_localstack/health", timeout=2):
+            return
+        time.sleep(0.2)
+    raise RuntimeError(f"the emulator at {url} did not answer within {timeout:.0f} s")
+
+
+@contextlib.contextmanager
+def ministack(workdir: Path) -> Iterator[str]:
+    """ministack on a free port of 127.0.0.1 for the duration; its URL."""
+    if not MINISTACK_PYTHON.exists():
+        raise typer.BadParameter(f"{MINISTACK_PYTHON} is missing: `make rehearse` installs it")
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    log = workdir / "ministack.log"
+    # The functions' worker processes inherit this environment under their own variables: nothing of the
+    # caller's AWS or Metro settings goes in.
+    scratch = workdir / "tmp"  # each function worker unpacks its code and layer here (~170 MB): removed at the end
+    scratch.mkdir()
+    env = {**emulator_environment(url), "GATEWAY_PORT": str(port), "BIND_HOST": "127.0.0.1",
+           "MINISTACK_REGION": REGION, "LOG_LEVEL": "WARNING", "TMPDIR": str(scratch)}
+    for name in ("AWS_ENDPOINT_URL", "AWS_SESSION_TOKEN"):
+        env.pop(name)
+    say(f"starting ministack on {url} (log: {log})")
+    with log.open("w") as out:
+        process = subprocess.Popen([str(MINISTACK_PYTHON), "-m", "ministack"], env=env, stdout=out,
+                                   stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        wait_until_up(url, process, log)
+        yield url
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)  # ministack and the function workers it started
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def run_deploy(endpoint: str, stage: str) -> str:
+    """``python -m infra.deploy deploy`` against the emulator; its standard output (shown as it goes)."""
+    command = [sys.executable, "-m", "infra.deploy", "deploy", "--stage", stage, "--region", REGION]
+    done = subprocess.run(command, cwd=ROOT, env=emulator_environment(endpoint), stdout=subprocess.PIPE,
+                          text=True, check=False)
+    typer.echo(done.stdout, nl=False)
+    if done.returncode != 0:
+        raise typer.Exit(done.returncode)
+    return done.stdout
+
+
+def api_url(endpoint: str, deploy_output: str) -> str:
+    """The stage's API Gateway URL on the emulator, as the deploy printed it."""
+    found = _ENDPOINT_OUTPUT.search(deploy_output)
+    if not found or not found.group(1).startswith(endpoint.rstrip("/") + "/"):
+        raise RuntimeError(f"the deploy printed no API Gateway endpoint on {endpoint}:\n{deploy_output}")
+    return found.group(1)
+
+
+def rehearse(endpoint: str, stage: str, pytest_args: list[str]) -> int:
+    started = time.monotonic()
+    say(f"deploy stage {stage} into {endpoint} (make deploy's command and templates)")
+    first = run_deploy(endpoint, stage)
+    say("deploy again: nothing may change")
+    second = run_deploy(endpoint, stage)
+    if "no changes:" not in second:
+        say("FAILED: the second deploy changed the stage")
+        return 1
+    url = api_url(endpoint, first)
+    say(f"deployed in {time.monotonic() - started:.0f} s; end-to-end tests against {url}")
+    env = {**emulator_environment(endpoint), "METRO_REHEARSAL_URL": url, "METRO_REHEARSAL_STAGE": stage}
+    tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/rehearsal",
+                            *pytest_args], cwd=ROOT, env=env, check=False)
+    say(f"rehearsal {'passed' if tests.returncode == 0 else 'FAILED'} in {time.monotonic() - started:.0f} s")
+    return tests.returncode
+
+
+@cli.command()
+def main(
+    endpoint: str = typer.Option("", envvar="REHEARSE_ENDPOINT",
+                                 help="an emulator already running (LocalStack: http://localhost:4566); "
+                                      "default: start ministack"),
+    stage: str = typer.Option("dev", help="the stage of .chalice/config.json to deploy"),
+    pytest_args: list[str] = typer.Argument(None, help="more pytest arguments, e.g. -x -k push"),
+) -> None:
+    """Deploy twice (the second must change nothing), then run tests/rehearsal/ against the deployed API."""
+    if endpoint:
+        raise typer.Exit(rehearse(endpoint, stage, pytest_args or []))
+    workdir = Path(tempfile.mkdtemp(prefix="metro-rehearse-"))
+    with ministack(workdir) as url:
+        code = rehearse(url, stage, pytest_args or [])
+    if code == 0:
+        shutil.rmtree(workdir, ignore_errors=True)
+    else:
+        say(f"the emulator's log is kept: {workdir / 'ministack.log'}")
+    raise typer.Exit(code)
+
+
+if __name__ == "__main__":
+    cli()
