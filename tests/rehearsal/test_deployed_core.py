@@ -67,7 +67,8 @@ def test_fan_out_through_the_stream_mapping(deployed: Deployed, gapic: Any, publ
 
 
 def test_the_scheduled_maintenance_function_runs(deployed: Deployed, sub: str) -> None:
-    """Invoked with the event its hourly rule sends: it scans the subscriptions and expires none of the fresh ones."""
+    """Invoked with the event its schedule sends at the top of an hour: the dead-letter sweep, stalled seeks and the
+    idle expiry run, and none of the fresh subscriptions expires."""
     event = {"version": "0", "id": "rehearsal", "detail-type": "Scheduled Event", "source": "aws.events",
              "account": "000000000000", "time": "2026-01-01T00:00:00Z", "region": "us-east-1", "resources": [],
              "detail": {}}
@@ -75,4 +76,4 @@ def test_the_scheduled_maintenance_function_runs(deployed: Deployed, sub: str) -
                                            Payload=json.dumps(event).encode())
     result = json.loads(answer["Payload"].read())
     assert "FunctionError" not in answer, result
-    assert result == {"expired": []}
+    assert result == {"expired": [], "deadLettered": 0, "seeks_resumed": 0}
