@@ -7,7 +7,7 @@ from typing import Any
 
 from chalice.app import Chalice, Rate, Request, Response
 
-from chalicelib.api import jwks, routes
+from chalicelib.api import jwks, openapi_page, routes
 from chalicelib.api import permissions as paths
 from chalicelib.api.http import CONTENT_TYPES
 from chalicelib.delivery import handlers
@@ -107,6 +107,17 @@ def push_jwks() -> Response:
 @app.route(paths.JWKS_WELL_KNOWN, methods=["GET"])
 def push_jwks_well_known() -> Response:
     return jwks.jwks()
+
+
+# --- the API's OpenAPI description and its HTML page (api/openapi.py) ---
+@app.route(paths.OPENAPI, methods=["GET"])
+def openapi_json() -> Response:
+    return openapi_page.spec()
+
+
+@app.route(paths.DOCS, methods=["GET"])
+def openapi_docs() -> Response:
+    return openapi_page.docs()
 
 
 # Fed by one event source mapping per push subscription queue, which Metro manages (store/mappings.py).
