@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 from chalice.app import Chalice, Rate, Request, Response
 
 from chalicelib.api import jwks, openapi_page, routes
 from chalicelib.api import permissions as paths
-from chalicelib.api.http import CONTENT_TYPES
+from chalicelib.api.http import CONTENT_TYPES, in_google_envelope
 from chalicelib.delivery import handlers
 
 app = Chalice(app_name="metro")
@@ -23,6 +24,12 @@ def _request() -> Request:
 
 
 _ALL = ["GET", "PUT", "PATCH", "DELETE", "POST"]
+
+
+@app.middleware("http")
+def google_errors(request: Request, get_response: Callable[[Request], Response]) -> Response:
+    """Chalice's own refusals (media type, method) in Google's error envelope too (api/http.py)."""
+    return in_google_envelope(get_response(request))
 
 
 @app.route(paths.ROOT, methods=["GET"])

@@ -134,7 +134,10 @@ def _members(binding: Mapping[str, Any]) -> tuple[str, ...]:
 def set_policy_request(body: Any, collection: str) -> AclRequest:
     """Google's ``:setIamPolicy``: bindings of the collection's one role (``roles/pubsub.publisher`` on a
     topic, ``roles/pubsub.subscriber`` on a subscription) become the resource's ACL."""
-    policy = _object(_object(body).get("policy", {}))
+    fields = _object(body)
+    if fields.get("policy") is None:  # REQUIRED in Google's SetIamPolicyRequest: no body must not clear an ACL
+        raise InvalidArgument("Invalid value at 'policy': a policy is required.")
+    policy = _object(fields["policy"])
     bindings = policy.get("bindings") or []
     if not isinstance(bindings, list):
         raise InvalidArgument("Invalid value at 'policy.bindings': a list is expected.")

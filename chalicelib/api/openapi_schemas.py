@@ -32,6 +32,12 @@ def _obj(properties: Schema, required: tuple[str, ...] = (), closed: bool = Fals
     return out
 
 
+def _nullable(schema: Schema) -> Schema:
+    """A request body whose fields may each be null: proto3 JSON reads null as the field's default."""
+    props = {k: {"anyOf": [v, {"type": "null"}]} for k, v in schema["properties"].items()}
+    return {**schema, "properties": props}
+
+
 def _list(items: Schema, **bounds: int) -> Schema:
     return {"type": "array", "items": items, **bounds}
 
@@ -122,4 +128,5 @@ _RESPONSES: dict[str, Schema] = {
 
 
 def components() -> dict[str, Schema]:
-    return {**_model_schemas(), **_REQUESTS, **_RESPONSES}
+    requests = {name: _nullable(schema) for name, schema in _REQUESTS.items()}
+    return {**_model_schemas(), **requests, **_RESPONSES}

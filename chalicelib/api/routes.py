@@ -20,6 +20,7 @@ from chalicelib.api.auth import authenticate, authorize
 from chalicelib.api.handlers import Incoming, Result
 from chalicelib.api.http import guarded, json_response, not_found, parse_body, split_segment
 from chalicelib.core import limits, names
+from chalicelib.core.errors import InvalidArgument
 from chalicelib.core.identity import Principal
 from chalicelib.runtime import services
 
@@ -35,6 +36,8 @@ def _incoming(request: Request, principal: Principal) -> Incoming:
         raw = request.raw_body
         limits.check_request_size(len(raw or b""), services().ctx.config.max_request_bytes)
         body = parse_body(raw)
+        if not isinstance(body, dict):  # every request message of the API is a JSON object
+            raise InvalidArgument("Invalid JSON payload received: the request must be a JSON object")
     return Incoming(body, dict(request.query_params or {}), principal)
 
 
@@ -64,6 +67,11 @@ def _same(value: str) -> Callable[[str], str]:
     return lambda _: value
 
 
+def _project(project: str) -> Callable[[str], str]:
+    """The project of the URL, once authorized: INVALID_ARGUMENT unless it is a valid project id."""
+    return lambda _: names.check_project(project)
+
+
 # -- Google's resources -----------------------------------------------------------------------------
 def topic(request: Request, project: str, segment: str) -> Response:
     project = unquote(project)
@@ -91,14 +99,14 @@ def list_resources(request: Request, project: str, collection: str) -> Response:
     """``GET /v1/projects/{p}/topics`` and ``.../subscriptions``; Google answers 404 for other methods."""
     route, table = _LISTS[collection]
     project = unquote(project)
-    return _serve(request, route, table, _same(project), project=project)
+    return _serve(request, route, table, _project(project), project=project)
 
 
 # -- projects, members, users (AMS) -----------------------------------------------------------------
 def project(request: Request, segment: str) -> Response:
     """``/v1/projects/{p}``: AMS's project CRUD, ``:metrics``, the push identities."""
     project_id, _ = split_segment(segment)
-    return _serve(request, permissions.PROJECT, account_handlers.PROJECT, _same(project_id), project=project_id,
+    return _serve(request, permissions.PROJECT, account_handlers.PROJECT, _project(project_id), project=project_id,
                   segment=segment)
 
 
@@ -108,13 +116,13 @@ def projects(request: Request) -> Response:
 
 def members(request: Request, project: str) -> Response:
     project = unquote(project)
-    return _serve(request, permissions.MEMBERS, account_handlers.MEMBERS, _same(project), project=project)
+    return _serve(request, permissions.MEMBERS, account_handlers.MEMBERS, _project(project), project=project)
 
 
 def member(request: Request, project: str, segment: str) -> Response:
     project = unquote(project)
-    return _serve(request, permissions.MEMBER, account_handlers.MEMBER, lambda user: (project, user),
-                  project=project, segment=segment)
+    return _serve(request, permissions.MEMBER, account_handlers.MEMBER,
+                  lambda user: (names.check_project(project), user), project=project, segment=segment)
 
 
 def users(request: Request) -> Response:
