@@ -10,11 +10,23 @@ answered.
 
 from __future__ import annotations
 
+import base64
 import collections
+import json
 import threading
 from dataclasses import dataclass, field
 
 INFINITY = float("inf")
+
+
+def opened(ack_id: str) -> str:
+    """What an ack id says in the clear (it is signed, not encrypted; core/ackids.py): lease, receipt, attempt."""
+    try:
+        body = ack_id.split(".", maxsplit=1)[0]
+        _, _, lease, _, receipt, _, attempt = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
+        return f"lease {lease} receipt ...{str(receipt)[-10:]} attempt {attempt}"
+    except ValueError:
+        return f"ack id ...{ack_id[-12:]}"
 
 
 @dataclass
@@ -118,13 +130,24 @@ class Ledger:
         if exactly_once and acked > 1:
             f.acked_more_than_once += 1
             f.examples.append(f"{message_id} acknowledged {acked} times on an exactly-once subscription")
-        for i, later in enumerate(holds):
-            for earlier in holds[:i]:
-                if later.pull_answered < earlier.ends:
+        for i, one in enumerate(holds):
+            for other in holds[:i]:
+                # Each was received by the time its pull answered, and held until it ended: both answered before
+                # either ended means both held it at once (the order of the pulls' sends says nothing).
+                if one.pull_answered < other.ends and other.pull_answered < one.ends:
                     f.overlapping_holds += 1
-                    f.examples.append(f"{message_id} held by pullers {earlier.puller} and {later.puller} at once")
+                    f.examples.append(f"{message_id} held by pullers {other.puller} and {one.puller} at once: "
+                                      f"{self.timeline(holds)}")
         confirmed = self.confirmed.get(message_id, INFINITY)
         lost = [h for h in holds if h.pull_sent > confirmed]
         if lost:
             f.lost_acks += 1
-            f.examples.append(f"{message_id} delivered again after an ack confirmed within its deadline")
+            f.examples.append(f"{message_id} delivered again after an ack confirmed within its deadline: "
+                              f"{self.timeline(holds)}")
+
+    def timeline(self, holds: list[Hold]) -> str:
+        """Each delivery: puller, pull sent-answered, deadline, release, outcome (seconds from the first pull)."""
+        t0 = holds[0].pull_sent
+        return "; ".join(f"#{h.puller} pulled {h.pull_sent - t0:.2f}-{h.pull_answered - t0:.2f} expires "
+                         f"{h.expires - t0:.2f} released {h.released - t0:.2f} {h.outcome} {opened(h.ack_id)}"
+                         for h in holds)

@@ -171,6 +171,9 @@ class BenchStack:
     """Start moto + bootstrap + Chalice app over HTTP + pump, all in this process, with counting on."""
 
     def __init__(self, pull_wait_seconds: float = 2.0, moto_speedup: bool = True) -> None:
+        from chalicelib.local.moto_fixes import fix_moto
+
+        fix_moto()
         if moto_speedup:
             from chalicelib.local.moto_speedups import speed_up_moto
 

@@ -24,6 +24,7 @@ from chalicelib import runtime
 from chalicelib.core.errors import InvalidArgument, MetroError, NotFound
 from chalicelib.delivery import handlers
 from chalicelib.local.bootstrap import bootstrap
+from chalicelib.local.moto_fixes import fix_moto
 from chalicelib.local.moto_speedups import speed_up_moto
 from chalicelib.local.probe import listening as _listening
 from chalicelib.local.pump import StreamPump
@@ -69,6 +70,7 @@ def start_emulator(host: str, port: int) -> Any:
     """Start moto's server in this process, speaking the real AWS wire protocols."""
     from moto.server import ThreadedMotoServer
 
+    fix_moto()  # always: a correctness fix (local/moto_fixes.py)
     if metro_config.LocalConfig().moto_speedup:
         speed_up_moto()
     server = ThreadedMotoServer(ip_address=host, port=port, verbose=False)
