@@ -156,7 +156,7 @@ def race(stack: RunningStack, exactly_once: bool, seconds: float, seed: int) -> 
     print(f"==> {kind}: {PULLERS} pullers racing for {seconds:.0f} s", flush=True)
     publish_for(api, ledger, topic, seconds)
     draining.set()
-    drain_until = time.monotonic() + EXTEND_TO * 2 + 60
+    drain_until = time.monotonic() + max(90.0, seconds * 2)  # the exactly-once run drains at ~40 messages/s
     while ledger.pending() and time.monotonic() < drain_until and not any(p.error for p in pullers):
         print(f"    draining: {ledger.pending()} messages not acked yet", flush=True)
         time.sleep(5)
