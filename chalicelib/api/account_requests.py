@@ -22,8 +22,8 @@ from chalicelib.core.requests import (
     UserRequest,
 )
 
-_USER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+\-]{0,99}$")
-_EMAIL = re.compile(r"^[^@\s]{1,64}@[^@\s]{1,255}$")
+_USER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+\-]{0,99}\Z")
+_EMAIL = re.compile(r"^[^@\s]{1,64}@[^@\s]{1,255}\Z")
 MAX_TEXT = 1024
 MAX_LIST = 1000
 MAX_PAGE_SIZE_DIGITS = 9

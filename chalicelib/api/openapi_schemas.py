@@ -45,6 +45,7 @@ def _list(items: Schema, **bounds: int) -> Schema:
 STRING: Schema = {"type": "string"}
 STRINGS = _list(STRING)
 STRING_MAP: Schema = {"type": "object", "additionalProperties": STRING}
+EMAIL = r"^[^@\s]{1,64}@[^@\s]{1,255}$"  # as api/account_requests.py checks it ("" clears a user's email)
 ACK_IDS = _list({"type": "string", "minLength": 1}, minItems=1)
 
 
@@ -94,9 +95,10 @@ _REQUESTS: dict[str, Schema] = {
     "SetIamPolicyRequest": _obj({"policy": ref("Policy")}, ("policy",)),
     "TestIamPermissionsRequest": _obj({"permissions": STRINGS}),
     "ProjectRequest": _obj({"description": STRING}),
-    "PushIdentitiesRequest": _obj({"service_accounts": _list({"type": "string", "format": "email"})}),
+    "PushIdentitiesRequest": _obj({"service_accounts": _list({"type": "string", "pattern": EMAIL})}),
     "UserRequest": _obj({"projects": _list(_obj({"project": STRING, "roles": STRINGS})), "service_roles": STRINGS,
-                         "email": {"type": "string", "format": "email"}, "first_name": STRING, "last_name": STRING,
+                         "email": {"type": "string", "pattern": f"^$|{EMAIL}"}, "first_name": STRING,
+                         "last_name": STRING,
                          "organization": STRING, "description": STRING}),
     "MemberRolesRequest": _obj({"roles": STRINGS}),
 }
