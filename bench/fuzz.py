@@ -8,7 +8,7 @@ matching its schema, schema-violating requests refused, and (bench/fuzz_checks.p
 envelope with the status that goes with its HTTP code. Keys mode adds that a request without a token is
 refused. The figures go to bench/out/fuzz.json; the exit code is non-zero on any failure or too few requests.
 
-    python -m bench.fuzz                    # both modes, 40 examples per operation (over 5,000 requests each)
+    python -m bench.fuzz                    # both modes, 55 examples per operation (over 5,000 requests each)
     python -m bench.fuzz --quick            # about a minute: fewer examples, fuzzing phase only
 
 One schemathesis worker: with two, Hypothesis's lambda descriptions (ast, on Python 3.11) now and then fail
@@ -116,13 +116,13 @@ def fuzz_mode(mode: str, examples: int, quick: bool, seed_value: int) -> ModeRes
 
 
 def main(quick: bool = typer.Option(False, help="about a minute: 8 examples per operation, fuzzing phase only"),
-         examples: int = typer.Option(0, help="examples per operation (default 40, quick 8)"),
+         examples: int = typer.Option(0, help="examples per operation (default 55, quick 8)"),
          mode: list[str] = typer.Option(["open", "keys"], help="auth modes to run (open, keys)"),
          seed_value: int = typer.Option(17, "--seed", help="schemathesis's random seed"),
          min_requests: int = typer.Option(0, help="fail below this many requests per mode (default 5000, quick 0)"),
          ) -> None:
     OUT.mkdir(parents=True, exist_ok=True)
-    per_operation = examples or (8 if quick else 40)
+    per_operation = examples or (8 if quick else 55)
     floor = min_requests or (0 if quick else 5000)
     results = [fuzz_mode(m, per_operation, quick, seed_value) for m in mode]
     (OUT / "fuzz.json").write_text(json.dumps([asdict(r) for r in results], indent=1))
