@@ -35,6 +35,8 @@ from chalicelib.api import openapi
 from tests.stack import ROOT, RunningStack, start_stack
 
 OUT = ROOT / "bench" / "out"
+# Failures accepted as schemathesis's, not Metro's, each with its reason (bench/fuzz-baseline.json, "reason").
+BASELINE = ROOT / "bench" / "fuzz-baseline.json"
 CHECKS = ("not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,"
           "negative_data_rejection,google_error_envelope")
 PROJECT, TOPIC, SUB, USER = "fuzz-project", "fuzz-topic", "fuzz-subscription", "fuzz-user"
@@ -73,7 +75,7 @@ def run_schemathesis(stack: RunningStack, mode: str, examples: int, quick: bool,
     command = [str(Path(sys.executable).parent / "schemathesis"), "run", f"{stack.url}/openapi.json",
                "--checks", checks, "--max-examples", str(examples), "--workers", "1", "--seed", str(seed_value),
                "--no-shrink", "--request-timeout", "30", "--suppress-health-check", "all",
-               "--phases", "fuzzing" if quick else "examples,coverage,fuzzing,stateful"]
+               "--phases", "fuzzing" if quick else "examples,coverage,fuzzing,stateful", "--baseline", str(BASELINE)]
     for name, value in headers.items():
         command += ["--header", f"{name}: {value}"]
     env = {**os.environ, "SCHEMATHESIS_HOOKS": "bench.fuzz_checks", "METRO_FUZZ_TALLY": str(tally)}
