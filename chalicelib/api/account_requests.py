@@ -101,7 +101,7 @@ def member_roles_request(body: Any, project: str) -> RolesRequest:
     fields = _object(body)
     if "roles" in fields:
         return RolesRequest(_roles(_strings(fields, "roles"), PROJECT_ROLES, "role") or ())
-    entries = _project_roles(fields) or ()
+    entries = user_request(fields).projects or ()  # the whole user body is checked, not only its projects
     return RolesRequest(next((e.roles for e in entries if e.project == project), ()))
 
 

@@ -143,7 +143,8 @@ PATH_PARAMETERS: dict[str, Schema] = {
     "user": {"type": "string", "pattern": r"^[A-Za-z0-9][A-Za-z0-9._@+\-]{0,99}$", "example": "fuzz-user"},
 }
 QUERY: dict[str, Schema] = {
-    "pageSize": {"type": "integer", "minimum": 0, "description": "0: the default; over 1000 reads as 1000"},
+    "pageSize": {"anyOf": [{"type": "integer", "minimum": 0}, {"type": "string", "maxLength": 0}],
+                 "description": "0 or empty: the default; over 1000 reads as 1000"},
     "pageToken": {"type": "string"},
     "project": {"type": "string"},
 }

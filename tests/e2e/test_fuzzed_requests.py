@@ -103,3 +103,10 @@ def test_a_body_that_is_not_a_json_object_is_refused_where_the_body_is_unused(st
     for raw in (b"[null, null]", b"3", b'"text"'):
         resp = requests.post(stack.url + path, data=raw, headers={"Content-Type": "application/json"}, timeout=10)
         assert "JSON object" in refused(resp, 400, "INVALID_ARGUMENT")["message"]
+
+
+def test_a_member_body_with_wrongly_typed_user_fields_is_refused(stack: RunningStack) -> None:
+    path = f"{stack.url}/v1/projects/{PROJECT}/members/fuzzed-member"
+    for body in ({"organization": True}, {"service_roles": True}, {"email": "not an email"}):
+        refused(requests.post(path, json=body, timeout=10), 400, "INVALID_ARGUMENT")
+    assert requests.get(path, timeout=10).status_code == 404  # nothing was created
