@@ -10,7 +10,7 @@ RECORD ?=
 
 .DEFAULT_GOAL := help
 .PHONY: help install install-run run run-aws check test lint ruff mypy unit functional e2e compat spark \
-        bench bench-quick bench-spark compact retention metrics replay deploy destroy policies spark35 rehearse clean
+        bench bench-quick bench-spark fuzz race compact retention metrics replay deploy destroy policies spark35 rehearse clean
 
 help: ## List the targets (this text)
 	@echo "Metro: a Google Pub/Sub REST v1 compatible service on AWS. Targets:"
@@ -106,6 +106,13 @@ bench-quick: $(DEV_STAMP) ## A few hundred messages per scenario (CI) -> bench/o
 
 bench-spark: $(DEV_STAMP) ## Compaction of 100,000 messages, own emulator -> bench/out/ (RECORD=1: tracked file)
 	$(BIN)/python -m spark_emr.bench $(if $(RECORD),--record) $(ARGS)
+
+# --- reliability: fuzzing from the OpenAPI description, racing consumers (QUICK=1: the short forms CI runs) -----
+fuzz: $(DEV_STAMP) ## schemathesis from /openapi.json on the local stack, open and keys mode -> bench/out/fuzz.json
+	$(BIN)/python -m bench.fuzz $(if $(QUICK),--quick) $(ARGS)
+
+race: $(DEV_STAMP) ## 8 racing pullers on a plain and an exactly-once subscription -> bench/out/race.json
+	$(BIN)/python -m bench.race $(if $(QUICK),--quick) $(ARGS)
 
 # --- the Spark jobs (spark_emr/) with spark-submit --master local[2] against the stack of `make run` ------------
 # (its emulator on 127.0.0.1:$METRO_EMULATOR_PORT, or AWS_ENDPOINT_URL). ARGS go to the job, e.g.

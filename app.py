@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 from chalice.app import Chalice, Rate, Request, Response
 
-from chalicelib.api import jwks, routes
+from chalicelib.api import jwks, openapi_page, routes
 from chalicelib.api import permissions as paths
-from chalicelib.api.http import CONTENT_TYPES
+from chalicelib.api.http import CONTENT_TYPES, in_google_envelope
 from chalicelib.delivery import handlers
 
 app = Chalice(app_name="metro")
@@ -23,6 +24,12 @@ def _request() -> Request:
 
 
 _ALL = ["GET", "PUT", "PATCH", "DELETE", "POST"]
+
+
+@app.middleware("http")
+def google_errors(request: Request, get_response: Callable[[Request], Response]) -> Response:
+    """Chalice's own refusals (media type, method) in Google's error envelope too (api/http.py)."""
+    return in_google_envelope(get_response(request))
 
 
 @app.route(paths.ROOT, methods=["GET"])
@@ -154,6 +161,17 @@ def push_jwks() -> Response:
 @app.route(paths.JWKS_WELL_KNOWN, methods=["GET"])
 def push_jwks_well_known() -> Response:
     return jwks.jwks()
+
+
+# --- the API's OpenAPI description and its HTML page (api/openapi.py) ---
+@app.route(paths.OPENAPI, methods=["GET"])
+def openapi_json() -> Response:
+    return openapi_page.spec()
+
+
+@app.route(paths.DOCS, methods=["GET"])
+def openapi_docs() -> Response:
+    return openapi_page.docs()
 
 
 # Fed by one event source mapping per push subscription queue, which Metro manages (store/mappings.py).

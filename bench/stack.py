@@ -168,14 +168,22 @@ def counted(aws: Any, stats: HandlerStats, kind: str, handler: Any) -> Any:
     return wrapped
 
 
+def patch_moto(speed_up: bool) -> None:
+    """What `make run` applies to its embedded moto: the fixes always, the speed-ups unless measured without."""
+    from chalicelib.local.moto_fixes import fix_moto
+
+    fix_moto()
+    if speed_up:
+        from chalicelib.local.moto_speedups import speed_up_moto
+
+        speed_up_moto()
+
+
 class BenchStack:
     """Start moto + bootstrap + Chalice app over HTTP + pump, all in this process, with counting on."""
 
     def __init__(self, pull_wait_seconds: float = 2.0, moto_speedup: bool = True) -> None:
-        if moto_speedup:
-            from chalicelib.local.moto_speedups import speed_up_moto
-
-            speed_up_moto()
+        patch_moto(moto_speedup)
         self.moto_speedup = moto_speedup
         self.port, self.emulator_port = free_port(), free_port()
         os.environ["METRO_PORT"] = str(self.port)

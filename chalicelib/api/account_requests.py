@@ -22,8 +22,8 @@ from chalicelib.core.requests import (
     UserRequest,
 )
 
-_USER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+\-]{0,99}$")
-_EMAIL = re.compile(r"^[^@\s]{1,64}@[^@\s]{1,255}$")
+_USER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+\-]{0,99}\Z")
+_EMAIL = re.compile(r"^[^@\s]{1,64}@[^@\s]{1,255}\Z")
 MAX_TEXT = 1024
 MAX_LIST = 1000
 MAX_PAGE_SIZE_DIGITS = 9
@@ -101,7 +101,7 @@ def member_roles_request(body: Any, project: str) -> RolesRequest:
     fields = _object(body)
     if "roles" in fields:
         return RolesRequest(_roles(_strings(fields, "roles"), PROJECT_ROLES, "role") or ())
-    entries = _project_roles(fields) or ()
+    entries = user_request(fields).projects or ()  # the whole user body is checked, not only its projects
     return RolesRequest(next((e.roles for e in entries if e.project == project), ()))
 
 
@@ -134,7 +134,10 @@ def _members(binding: Mapping[str, Any]) -> tuple[str, ...]:
 def set_policy_request(body: Any, collection: str) -> AclRequest:
     """Google's ``:setIamPolicy``: bindings of the collection's one role (``roles/pubsub.publisher`` on a
     topic, ``roles/pubsub.subscriber`` on a subscription) become the resource's ACL."""
-    policy = _object(_object(body).get("policy", {}))
+    fields = _object(body)
+    if fields.get("policy") is None:  # REQUIRED in Google's SetIamPolicyRequest: no body must not clear an ACL
+        raise InvalidArgument("Invalid value at 'policy': a policy is required.")
+    policy = _object(fields["policy"])
     bindings = policy.get("bindings") or []
     if not isinstance(bindings, list):
         raise InvalidArgument("Invalid value at 'policy.bindings': a list is expected.")

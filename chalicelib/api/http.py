@@ -136,5 +136,19 @@ def guarded(fn: Callable[[], Response], render: Callable[[MetroError], Response]
         return render(MetroError("Internal error; the request may be retried."))
 
 
+_CHALICE_REFUSALS: dict[int, type[MetroError]] = {400: InvalidArgument, 415: InvalidArgument, 405: NotFound}
+
+
+def in_google_envelope(response: Response) -> Response:
+    """Chalice's own refusals, made before a view runs (a media type the route does not take: 415, a method
+    it does not serve: 405, each as ``{"Code", "Message"}``), in Google's envelope like every other error:
+    a body Metro cannot read is INVALID_ARGUMENT, a method no route serves NOT_FOUND (api/routes.py)."""
+    body = response.body
+    if response.status_code < 400 or not isinstance(body, dict) or set(body) != {"Code", "Message"}:
+        return response
+    error = _CHALICE_REFUSALS.get(response.status_code, MetroError)(str(body["Message"])[:200])
+    return error_response(error)
+
+
 def not_found(method: str, path: str) -> Response:
     return error_response(NotFound(f"The requested URL {method} {path} was not found on this server."))

@@ -19,6 +19,8 @@ from chalicelib.core.identity import Action
 ROOT = "/"
 JWKS = "/v1/jwks"
 JWKS_WELL_KNOWN = "/.well-known/jwks.json"
+OPENAPI = "/openapi.json"
+DOCS = "/docs"
 PROJECTS = "/v1/projects"
 PROJECT = "/v1/projects/{project}"
 TOPICS = "/v1/projects/{project}/topics"
@@ -68,6 +70,8 @@ PERMISSIONS: Mapping[str, Mapping[tuple[str, str], Rule]] = {
     ROOT: {("GET", ""): _PUBLIC},
     JWKS: {("GET", ""): _PUBLIC},
     JWKS_WELL_KNOWN: {("GET", ""): _PUBLIC},
+    OPENAPI: {("GET", ""): _PUBLIC},
+    DOCS: {("GET", ""): _PUBLIC},
     PROJECTS: {("GET", ""): _SERVICE_ADMIN},
     PROJECT: {
         ("POST", ""): _SERVICE_ADMIN,

@@ -39,6 +39,7 @@ from chalicelib.api.http import (
 )
 from chalicelib.api.schema_requests import schema_ref
 from chalicelib.core import limits, names
+from chalicelib.core.errors import InvalidArgument
 from chalicelib.core.identity import Principal
 from chalicelib.runtime import services
 
@@ -54,6 +55,8 @@ def _incoming(request: Request, principal: Principal) -> Incoming:
         raw = request.raw_body
         limits.check_request_size(len(raw or b""), services().ctx.config.max_request_bytes)
         body = parse_body(raw)
+        if not isinstance(body, dict):  # every request message of the API is a JSON object
+            raise InvalidArgument("Invalid JSON payload received: the request must be a JSON object")
     return Incoming(body, dict(request.query_params or {}), principal)
 
 
@@ -91,6 +94,11 @@ def _named(project: str, collection: str) -> Callable[[str], names.Name]:
 
 def _same(value: str) -> Callable[[str], str]:
     return lambda _: value
+
+
+def _project(project: str) -> Callable[[str], str]:
+    """The project of the URL, once authorized: INVALID_ARGUMENT unless it is a valid project id."""
+    return lambda _: names.check_project(project)
 
 
 # -- Google's resources -----------------------------------------------------------------------------
@@ -139,7 +147,7 @@ def list_resources(request: Request, project: str, collection: str) -> Response:
     """``GET /v1/projects/{p}/topics`` and ``.../subscriptions``; Google answers 404 for other methods."""
     route, table = _LISTS[collection]
     project = unquote(project)
-    return _serve(request, route, table, _same(project), project=project)
+    return _serve(request, route, table, _project(project), project=project)
 
 
 # -- schemas ------------------------------------------------------------------------------------------
@@ -170,7 +178,7 @@ def collection_verb(request: Request, project: str, segment: str) -> Response:
 def project(request: Request, segment: str) -> Response:
     """``/v1/projects/{p}``: AMS's project CRUD, ``:metrics``, the push identities."""
     project_id, _ = split_segment(segment)
-    return _serve(request, permissions.PROJECT, account_handlers.PROJECT, _same(project_id), project=project_id,
+    return _serve(request, permissions.PROJECT, account_handlers.PROJECT, _project(project_id), project=project_id,
                   segment=segment)
 
 
@@ -180,13 +188,13 @@ def projects(request: Request) -> Response:
 
 def members(request: Request, project: str) -> Response:
     project = unquote(project)
-    return _serve(request, permissions.MEMBERS, account_handlers.MEMBERS, _same(project), project=project)
+    return _serve(request, permissions.MEMBERS, account_handlers.MEMBERS, _project(project), project=project)
 
 
 def member(request: Request, project: str, segment: str) -> Response:
     project = unquote(project)
-    return _serve(request, permissions.MEMBER, account_handlers.MEMBER, lambda user: (project, user),
-                  project=project, segment=segment)
+    return _serve(request, permissions.MEMBER, account_handlers.MEMBER,
+                  lambda user: (names.check_project(project), user), project=project, segment=segment)
 
 
 def users(request: Request) -> Response:

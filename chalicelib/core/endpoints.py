@@ -52,9 +52,9 @@ DEFAULT_PORTS = {"http": 80, "https": 443}
 _URL = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://(?P<authority>[^/?#]*)(?P<target>[^#]*)(?:#.*)?$", re.S)
 _AUTHORITY = re.compile(r"^(?:\[(?P<v6>[0-9A-Fa-f:.]+(?:%25[A-Za-z0-9._~-]+)?)\]|(?P<name>[^:\[\]]+))"
                         r"(?::(?P<port>[0-9]{1,5}))?$")
-_DOTTED_QUAD = re.compile(r"^[0-9]{1,3}(?:\.[0-9]{1,3}){3}$")
-_LABEL = re.compile(r"^(?!-)[a-z0-9_-]{1,63}(?<!-)$")
-_NUMERIC_LABEL = re.compile(r"^(?:[0-9]+|0x[0-9a-f]*)$")
+_DOTTED_QUAD = re.compile(r"^[0-9]{1,3}(?:\.[0-9]{1,3}){3}\Z")
+_LABEL = re.compile(r"^(?!-)[a-z0-9_-]{1,63}(?<!-)\Z")
+_NUMERIC_LABEL = re.compile(r"^(?:[0-9]+|0x[0-9a-f]*)\Z")
 _TARGET_SAFE = "!#$%&'()*+,/:;=?@[]~"  # RFC 3986 reserved characters and '%'; others are percent-encoded
 _BAD_CATEGORIES = {"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp", "Zs"}
 

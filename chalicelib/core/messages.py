@@ -12,7 +12,7 @@ from chalicelib.core import limits
 from chalicelib.core.errors import InvalidArgument
 from chalicelib.core.timefmt import parse_timestamp
 
-_B64 = re.compile(r"^[A-Za-z0-9+/\-_]*={0,2}$")
+_B64 = re.compile(r"^[A-Za-z0-9+/\-_]*={0,2}\Z")
 
 
 @dataclass(frozen=True)

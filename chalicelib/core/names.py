@@ -9,8 +9,8 @@ from chalicelib.core.errors import InvalidArgument
 
 DELETED_TOPIC = "_deleted-topic_"
 
-_ID = re.compile(r"^[A-Za-z][A-Za-z0-9\-_.~+%]{2,254}$")
-_PROJECT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9\-_.:]{0,99}$")
+_ID = re.compile(r"^[A-Za-z][A-Za-z0-9\-_.~+%]{2,254}\Z")
+_PROJECT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9\-_.:]{0,99}\Z")
 
 COLLECTIONS = {"topics": "topic", "subscriptions": "subscription", "snapshots": "snapshot", "schemas": "schema"}
 

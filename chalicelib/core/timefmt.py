@@ -7,8 +7,8 @@ from datetime import datetime, timezone
 
 from chalicelib.core.errors import InvalidArgument
 
-_DURATION = re.compile(r"^(-?\d+)(?:\.(\d{1,9}))?s$")
-_TIMESTAMP = re.compile(r"^(\d{4}-\d{2}-\d{2})[Tt](\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?([Zz]|[+-]\d{2}:\d{2})$")
+_DURATION = re.compile(r"^(-?\d+)(?:\.(\d{1,9}))?s\Z")
+_TIMESTAMP = re.compile(r"^(\d{4}-\d{2}-\d{2})[Tt](\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?([Zz]|[+-]\d{2}:\d{2})\Z")
 
 
 def parse_duration(text: object, field: str) -> float:

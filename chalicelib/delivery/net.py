@@ -33,8 +33,8 @@ MAX_BODY_BYTES = 4 * 1024
 MAX_DESTINATIONS = 64
 MAX_IDLE_PER_DESTINATION = 16
 _STATUS = re.compile(rb"^HTTP/1\.([01]) ([0-9]{3})(?: |\r?$)")
-_TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
-_VALUE = re.compile(r"^[\t\x20-\x7e\x80-\xff]*$")
+_TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
+_VALUE = re.compile(r"^[\t\x20-\x7e\x80-\xff]*\Z")
 _OWN_HEADERS = {"host", "content-length", "transfer-encoding", "connection", "keep-alive", "te", "upgrade",
                 "trailer", "expect"}
 

@@ -23,7 +23,7 @@ from chalicelib.store.resolver import endpoint_target
 
 log = logging.getLogger(__name__)
 
-_TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
+_TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
 # Attribute keys that never become headers (noWrapper.writeMetadata): hop-by-hop, framing, routing and
 # credential headers, and whole families of them by prefix (docs/security.md).
 _DENIED_HEADERS = frozenset({

@@ -6,6 +6,7 @@ import json
 import logging
 import os
 import threading
+from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +22,11 @@ from chalice.local import (
 
 from chalicelib import config as metro_config
 from chalicelib import runtime
-from chalicelib.core.errors import NotFound
+from chalicelib.core.errors import InvalidArgument, MetroError, NotFound
 from chalicelib.delivery import handlers
 from chalicelib.local.bootstrap import bootstrap
 from chalicelib.local.invoke_pump import InvokePump
+from chalicelib.local.moto_fixes import fix_moto
 from chalicelib.local.moto_speedups import speed_up_moto
 from chalicelib.local.probe import listening as _listening
 from chalicelib.local.pump import StreamPump
@@ -45,6 +47,23 @@ class RequestHandler(ChaliceRequestHandler):
             return
         super()._send_error_response(error)
 
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """http.server's own refusals in Google's envelope, not its HTML page: a method no route serves (501
+        there, e.g. TRACE) is NOT_FOUND as an unknown (method, verb) is (api/routes.py); a request it cannot
+        parse (a bad request line, headers too long) is INVALID_ARGUMENT."""
+        command, path = getattr(self, "command", None) or "", getattr(self, "path", "")
+        error: MetroError = NotFound(f"The requested URL {command} {path} was not found.") \
+            if code == HTTPStatus.NOT_IMPLEMENTED else InvalidArgument(f"Bad request: {message or code}")
+        body = json.dumps(error.to_wire()).encode()
+        self.close_connection = True  # what follows on this connection cannot be trusted
+        self.send_response(error.http_code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Connection", "close")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if command != "HEAD":
+            self.wfile.write(body)
+
     def log_message(self, format: str, *args: Any) -> None:
         log.debug("%s - %s", self.address_string(), format % args)
 
@@ -53,6 +72,7 @@ def start_emulator(host: str, port: int) -> Any:
     """Start moto's server in this process, speaking the real AWS wire protocols."""
     from moto.server import ThreadedMotoServer
 
+    fix_moto()  # always: a correctness fix (local/moto_fixes.py)
     if metro_config.LocalConfig().moto_speedup:
         speed_up_moto()
     server = ThreadedMotoServer(ip_address=host, port=port, verbose=False)

@@ -288,15 +288,32 @@ class QueueStore:
         ]
 
     def delete_batch(self, url: str, receipts: Sequence[str]) -> list[int]:
-        """Delete messages by receipt handle; return the indexes that failed."""
+        """Delete messages by receipt handle; return the indexes that failed. Entries SQS failed on its side
+        (not a sender fault, e.g. an InternalError) are deleted again, up to SEND_ROUNDS times: an ack answered
+        OK must not leave its message to come back."""
         failed: list[int] = []
         for start in range(0, len(receipts), SQS_BATCH):
-            entries: list[DeleteMessageBatchRequestEntryTypeDef] = [{"Id": str(i), "ReceiptHandle": r}
-                       for i, r in enumerate(receipts[start : start + SQS_BATCH], start)]
-            with _queue_errors("DeleteMessageBatch"):
-                resp = self._sqs.delete_message_batch(QueueUrl=url, Entries=entries)
-            failed.extend(int(f["Id"]) for f in resp.get("Failed", []))
-        return failed
+            pending = list(range(start, min(start + SQS_BATCH, len(receipts))))
+            for round_no in range(SEND_ROUNDS + 1):
+                refused, pending = self._delete(url, receipts, pending)
+                failed.extend(refused)
+                if not pending or round_no == SEND_ROUNDS:
+                    break
+                self._sleep(SEND_BACKOFF * 2**round_no)
+            failed.extend(pending)
+        return sorted(failed)
+
+    def _delete(self, url: str, receipts: Sequence[str], idxs: list[int]) -> tuple[list[int], list[int]]:
+        """One DeleteMessageBatch: (indexes refused for good, indexes worth another try)."""
+        entries: list[DeleteMessageBatchRequestEntryTypeDef] = [{"Id": str(i), "ReceiptHandle": receipts[i]}
+                                                                for i in idxs]
+        with _queue_errors("DeleteMessageBatch"):
+            resp = self._sqs.delete_message_batch(QueueUrl=url, Entries=entries)
+        refused: list[int] = []
+        again: list[int] = []
+        for failure in resp.get("Failed", []):
+            (refused if failure.get("SenderFault") else again).append(int(failure["Id"]))
+        return refused, again
 
     def change_visibility_batch(self, url: str, changes: Sequence[tuple[str, int]]) -> list[int]:
         """Set the visibility timeout of messages by receipt handle; return the indexes that failed."""

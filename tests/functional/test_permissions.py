@@ -88,6 +88,8 @@ PROBES: dict[tuple[str, str, str], Probe] = {
     (P.ROOT, "GET", ""): Probe("/", "public", 200),
     (P.JWKS, "GET", ""): Probe("/v1/jwks", "public", 200),
     (P.JWKS_WELL_KNOWN, "GET", ""): Probe("/.well-known/jwks.json", "public", 200),
+    (P.OPENAPI, "GET", ""): Probe("/openapi.json", "public", 200),
+    (P.DOCS, "GET", ""): Probe("/docs", "public", 200),
     (P.PROJECTS, "GET", ""): Probe("/v1/projects", "service_admin", 200, project=OWN),
     (P.PROJECT, "POST", ""): Probe("/v1/projects/{p}", "service_admin", 409, {}),
     (P.PROJECT, "GET", ""): Probe("/v1/projects/{p}", "project_admin", 200),
