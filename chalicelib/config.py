@@ -123,6 +123,8 @@ class LocalConfig:
     # Patch the in-process moto server's SQS clock (chalicelib/local/moto_speedups.py): same behaviour, faster.
     moto_speedup: bool = field(default_factory=lambda: _env("METRO_MOTO_SPEEDUP", "1") not in ("0", "false"))
     maintenance_interval: float = field(default_factory=lambda: float(_env("METRO_MAINTENANCE_INTERVAL", "60")))
+    # Fault injection (chalicelib/local/faults.py): this share of AWS calls fails (throttling, 500s, timeouts).
+    fault_rate: float = field(default_factory=lambda: float(_env("METRO_FAULT_RATE", "0")))
 
 
 def load() -> Config:

@@ -22,7 +22,9 @@ from chalicelib import config as metro_config
 from chalicelib import runtime
 from chalicelib.core.errors import NotFound
 from chalicelib.delivery import handlers
+from chalicelib.local import faults
 from chalicelib.local.bootstrap import bootstrap
+from chalicelib.local.moto_fixes import fix_moto
 from chalicelib.local.moto_speedups import speed_up_moto
 from chalicelib.local.probe import listening as _listening
 from chalicelib.local.pump import StreamPump
@@ -51,6 +53,7 @@ def start_emulator(host: str, port: int) -> Any:
     """Start moto's server in this process, speaking the real AWS wire protocols."""
     from moto.server import ThreadedMotoServer
 
+    fix_moto()
     if metro_config.LocalConfig().moto_speedup:
         speed_up_moto()
     server = ThreadedMotoServer(ip_address=host, port=port, verbose=False)
@@ -83,6 +86,8 @@ class Stack:
         self.emulator = prepare_environment(use_aws)
         self.config = metro_config.load()
         self.local = metro_config.LocalConfig()
+        if not use_aws:  # METRO_FAULT_RATE: injected AWS faults, never against real AWS
+            faults.install(self.local.fault_rate)
         bootstrap(self.config)
         runtime.services()  # refuses to start on a missing or built-in secret (docs/security.md)
         self.pump = StreamPump(self.config, handlers.fanout, interval=self.local.pump_interval)
