@@ -6,6 +6,7 @@ lease of an at-least-once delivery.
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -28,19 +29,27 @@ class ExactLeases:
         self._table = config.leases_table
 
     def _update(self, sub: str, mid: str, expr: str, cond: str, values: dict[str, Any]) -> dict[str, Any] | None:
-        """Run a conditional update; None on success, else the item as it was (possibly empty)."""
+        """Run a conditional update; None on success, else the item as it was (possibly empty).
+
+        Each update also writes a fresh request id (``req``). botocore retries a write whose answer was lost
+        (a timeout, a 500 after the write); the retry then fails its condition against the item the first
+        attempt wrote. That item carries this call's request id, so the update did succeed.
+        """
+        request = uuid.uuid4().hex
         extra: dict[str, Any] = {"ExpressionAttributeNames": {"#ttl": "ttl"}} if "#ttl" in expr else {}
         try:
             with aws_errors("exactly-once lease"):
                 self._ddb.update_item(
                     TableName=self._table, Key={"sub": {"S": sub}, "lease": {"S": f"m#{mid}"}},
-                    UpdateExpression=expr, ConditionExpression=cond, ExpressionAttributeValues=values,
+                    UpdateExpression=f"{expr}, req = :req", ConditionExpression=cond,
+                    ExpressionAttributeValues={**values, ":req": {"S": request}},
                     ReturnValuesOnConditionCheckFailure="ALL_OLD", **extra,
                 )
         except ClientError as exc:
             if code_of(exc) == "ConditionalCheckFailedException":
                 response: dict[str, Any] = dict(exc.response)
-                return dict(response.get("Item") or {})
+                old = dict(response.get("Item") or {})
+                return None if old.get("req", {}).get("S") == request else old
             raise
         return None
 
