@@ -10,7 +10,7 @@ RECORD ?=
 
 .DEFAULT_GOAL := help
 .PHONY: help install install-run run run-aws check test lint ruff mypy unit functional e2e compat spark \
-        bench bench-quick bench-spark compact retention metrics replay deploy destroy policies spark35 clean
+        bench bench-quick bench-spark chaos soak compact retention metrics replay deploy destroy policies spark35 clean
 
 help: ## List the targets (this text)
 	@echo "Metro: a Google Pub/Sub REST v1 compatible service on AWS. Targets:"
@@ -106,6 +106,14 @@ bench-quick: $(DEV_STAMP) ## A few hundred messages per scenario (CI) -> bench/o
 
 bench-spark: $(DEV_STAMP) ## Compaction of 100,000 messages, own emulator -> bench/out/ (RECORD=1: tracked file)
 	$(BIN)/python -m spark_emr.bench $(if $(RECORD),--record) $(ARGS)
+
+# --- reliability: three-process stack (emulator, API, pumps) under faults or steady load -> bench/out/ ------------
+#   short forms (about a minute each): make chaos ARGS="--messages 3000"    make soak ARGS="--minutes 1 --rate 20"
+chaos: $(DEV_STAMP) ## Fault run: 100,000 messages, API and pumps killed at random, 5% AWS faults (RECORD=1: bench/)
+	$(BIN)/python -m bench.chaos chaos $(if $(RECORD),--record) $(ARGS)
+
+soak: $(DEV_STAMP) ## 30 minutes at half the measured throughput: RSS, latency per minute (RECORD=1: bench/)
+	$(BIN)/python -m bench.chaos soak $(if $(RECORD),--record) $(ARGS)
 
 # --- the Spark jobs (spark_emr/) with spark-submit --master local[2] against the stack of `make run` ------------
 # (its emulator on 127.0.0.1:$METRO_EMULATOR_PORT, or AWS_ENDPOINT_URL). ARGS go to the job, e.g.

@@ -17,7 +17,7 @@ from typing import Any
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from bench.chaos import faultrun, soak
 from bench.chaos.procs import LocalStack
@@ -30,9 +30,23 @@ cli = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
 console = Console()
 
 
+class _Progress(Progress):
+    """rich's progress bar; where the output is no terminal (CI, a log file), a plain line every 15 s instead."""
+
+    _last = 0.0
+
+    def update(self, task_id: TaskID, **kwargs: Any) -> None:
+        super().update(task_id, **kwargs)
+        if not self.console.is_terminal and time.monotonic() - self._last >= 15:
+            self._last = time.monotonic()
+            task = self.tasks[task_id]
+            print(f"{task.description}: {task.completed:.0f}/{task.total:.0f} {task.fields.get('note', '')}",
+                  flush=True)
+
+
 def _progress() -> Progress:
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                    TextColumn("{task.fields[note]}"), console=console)
+    return _Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                     TextColumn("{task.fields[note]}"), console=console)
 
 
 def _write(doc: dict[str, Any], name: str, record: bool) -> Path:
@@ -51,6 +65,7 @@ def chaos(
     kill_min: float = typer.Option(2.0, help="Least seconds between a recovery and the next kill."),
     kill_max: float = typer.Option(6.0, help="Most seconds between a recovery and the next kill."),
     drain_timeout: float = typer.Option(300.0, help="Seconds to wait, after publishing, for every ack."),
+    kills: bool = typer.Option(True, help="Kill and restart the API and the pumps (--no-kills: faults only)."),
     record: bool = typer.Option(False, help="Write bench/chaos.json (tracked) instead of bench/out/chaos.json."),
 ) -> None:
     """Publish MESSAGES while the API and the pumps are killed and restarted at random; exit 1 on a failed verdict."""
@@ -60,7 +75,8 @@ def chaos(
     console.print(f"starting emulator, API and pumps (fault rate {fault_rate:.0%}); logs in {stack.workdir}")
     stack.start()
     traffic = Traffic(stack.url, plan)
-    killer = faultrun.Killer(stack, traffic, every=(kill_min, kill_max))
+    traffic.trace = (OUT / "chaos-logs" / "ordered-trace.jsonl").open("w")
+    killer = faultrun.Killer(stack, traffic, every=(kill_min, kill_max), enabled=kills)
     try:
         traffic.create()
         traffic.start()
@@ -84,6 +100,7 @@ def chaos(
             drain_s = faultrun.drain(traffic, drain_timeout, tick)
             tick()
         traffic.finish()
+        traffic.trace.close()
         doc = faultrun.report(traffic, killer, stack,
                               {"publishing": publish_s, "drain": drain_s, "total": time.monotonic() - started})
     finally:
@@ -99,11 +116,13 @@ def chaos(
 
 def _show_chaos(doc: dict[str, Any]) -> None:
     console.print(f"published (acknowledged) {doc['published_keys']} in {doc['timings_s']['publishing']} s, "
-                  f"drained in {doc['timings_s']['drain']} s; faults injected: {doc['injected']}")
+                  f"drained in {doc['timings_s']['drain']} s, backlog left {doc['backlog_after_drain']}; "
+                  f"faults injected: {doc['injected']}")
     for sub, v in doc["subscriptions"].items():
         console.print(f"  {sub:8} {v['kind']:13} deliveries {v['deliveries']:7}  lost {v['lost']}  stuck "
-                      f"{v['stuck']}  duplicates {v['duplicates']}  after-ack {v['after_ack']}  "
-                      f"order violations {v['order_violations']}  {'ok' if v['passed'] else 'FAILED'}")
+                      f"{v['stuck']}  unconfirmed {v['unconfirmed']}  duplicates {v['duplicates']}  "
+                      f"after-ack {v['after_ack']}  order violations {v['order_violations']}  "
+                      f"{'ok' if v['passed'] else 'FAILED'}")
     console.print(f"kills and recovery: {doc['recovery']}")
 
 

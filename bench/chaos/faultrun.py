@@ -37,12 +37,13 @@ class Killer:
     traffic: Traffic
     every: tuple[float, float] = (2.0, 6.0)
     seed: int = 17
+    enabled: bool = True
     kills: list[Kill] = field(default_factory=list)
     stop: threading.Event = field(default_factory=threading.Event)
 
     def run(self) -> None:
         rng = random.Random(self.seed)
-        while not self.stop.wait(rng.uniform(*self.every)):
+        while self.enabled and not self.stop.wait(rng.uniform(*self.every)):
             role = rng.choice(("api", "pump"))
             at = self.traffic.now()
             killed = self.stack.restart(role)
@@ -110,12 +111,29 @@ def drain(traffic: Traffic, timeout: float, tick: Callable[[], None]) -> float:
     return time.monotonic() - start
 
 
+def backlog(stack: LocalStack) -> int:
+    """Messages left in the emulator's SQS queues, waiting or in flight (the subscriptions' backlog)."""
+    import boto3
+
+    sqs = boto3.client("sqs", endpoint_url=f"http://127.0.0.1:{stack.emulator_port}", region_name="us-east-1",
+                       aws_access_key_id="testing", aws_secret_access_key="testing")
+    total = 0
+    for url in sqs.list_queues().get("QueueUrls", []):
+        attrs = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=[
+            "ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"])["Attributes"]
+        total += sum(int(v) for v in attrs.values())
+    return total
+
+
 def report(traffic: Traffic, killer: Killer, stack: LocalStack, timings: dict[str, float]) -> dict[str, Any]:
     with traffic.lock:
         summary = traffic.ledger.summary()
         errors = dict(traffic.timeline.error_kinds)
+    left = backlog(stack)
     return {
         **summary,
+        "passed": summary["passed"] and left == 0,
+        "backlog_after_drain": left,
         "plan": asdict(traffic.plan),
         "fault_rate": stack.fault_rate,
         "timings_s": {k: round(v, 1) for k, v in timings.items()},

@@ -6,7 +6,12 @@ by Metro's message id. A publish retried after a lost answer may store a message
 
 Per subscription:
 - **lost**: keys acknowledged on publish that the subscription never delivered (must be 0);
-- **stuck**: keys delivered but never acknowledged through (must be 0 once the run drained);
+- **stuck**: keys delivered but never acknowledged, with no acknowledgement in doubt either, and not delivered
+  again: a message the subscription dropped (must be 0 once the run drained);
+- **unconfirmed**: keys whose acknowledgement went out but whose answer was lost (the API died meanwhile) or
+  refused as expired or already acknowledged, and that were not acknowledged later: acknowledged or not,
+  the subscriber cannot tell; the fault run reports them, and the subscription's backlog after the drain
+  says whether any of them are still there;
 - **duplicates**: deliveries beyond the first of each key (at-least-once allows them; counted);
 - **after_ack**: deliveries of a message id whose acknowledgement had already been confirmed (0 on an
   exactly-once subscription: Google's guarantee);
@@ -31,6 +36,7 @@ class SubscriptionBook:
     deliveries: int = 0
     first: set[str] = field(default_factory=set)  # keys delivered at least once
     acked: set[str] = field(default_factory=set)  # keys whose acknowledgement was confirmed
+    unsure: set[str] = field(default_factory=set)  # keys whose acknowledgement went out unconfirmed
     seen_ids: set[str] = field(default_factory=set)
     acked_ids: set[str] = field(default_factory=set)
     after_ack: int = 0
@@ -46,6 +52,7 @@ class SubscriptionVerdict:
     delivered_keys: int
     lost: int
     stuck: int
+    unconfirmed: int
     duplicates: int
     redeliveries: int
     after_ack: int
@@ -93,12 +100,17 @@ class Ledger:
         book.acked.add(key)
         book.acked_ids.add(message_id)
 
+    def acknowledge_unconfirmed(self, sub: str, key: str) -> None:
+        """An acknowledgement of ``key`` went out and its answer was lost or refused."""
+        self.books[sub].unsure.add(key)
+
     def outstanding(self) -> int:
         """About how many published keys the slowest subscription has not acknowledged yet (flow control; O(1))."""
         return len(self.published) - min((len(b.acked) for b in self.books.values()), default=0)
 
     def drained(self) -> bool:
-        return all(self.published <= b.acked for b in self.books.values())
+        """Every published key was acknowledged (or its acknowledgement went out) on every subscription."""
+        return all(self.published <= (b.acked | b.unsure) for b in self.books.values())
 
     def verdict(self, sub: str) -> SubscriptionVerdict:
         book = self.books[sub]
@@ -107,7 +119,8 @@ class Ledger:
             deliveries=book.deliveries,
             delivered_keys=len(book.first),
             lost=len(self.published - book.first),
-            stuck=len((self.published & book.first) - book.acked),
+            stuck=len((self.published & book.first) - book.acked - book.unsure),
+            unconfirmed=len(book.unsure - book.acked),
             duplicates=book.deliveries - len(book.first),
             redeliveries=book.deliveries - len(book.seen_ids),
             after_ack=book.after_ack,

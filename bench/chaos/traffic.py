@@ -17,7 +17,7 @@ import threading
 import time
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, TextIO
 
 import requests
 
@@ -100,6 +100,7 @@ class Traffic:
         self._publishers_done = 0
         self._threads: list[threading.Thread] = []
         self.endpoint = PushEndpoint(self)
+        self.trace: TextIO | None = None
 
     # -- bookkeeping ----------------------------------------------------------------------------------------
     def now(self) -> float:
@@ -178,6 +179,8 @@ class Traffic:
                 got = client.call("POST", f"topics/{TOPIC}:publish", {"messages": messages})
             except Failed as exc:
                 self.error(f"publish: {exc.kind}")
+                if 400 <= exc.status < 500 and exc.status not in (408, 429):
+                    return True  # refused for good: not acknowledged, so not owed to anyone
                 self.stop.wait(delay)
                 delay = min(delay * 2, 2.0)
                 continue
@@ -200,35 +203,46 @@ class Traffic:
                 self._publishers_done += 1
 
     # -- consumers ------------------------------------------------------------------------------------------
+    def _trace(self, sub: str, event: str, detail: Any) -> None:
+        """One line per event of the ordered subscription, when a trace file is set (to study a violation)."""
+        if self.trace is not None and SUBSCRIPTIONS[sub] == ORDERED:
+            line = json.dumps([round(self.now(), 3), threading.current_thread().name, event, detail])
+            with self.lock:
+                self.trace.write(line + "\n")
+
     def received(self, sub: str, message: dict[str, Any]) -> tuple[str, str]:
         """Record one delivery; returns (message id, key)."""
         attrs = message.get("attributes", {})
         key, mid = attrs.get("k", ""), message.get("messageId", "")
+        self._trace(sub, "got", [mid, key, message.get("orderingKey"), message.get("publishTime")])
         with self.lock:
             self.ledger.delivered(sub, mid, key, message.get("orderingKey", ""), int(attrs.get("seq", 0)))
             self.timeline.delivered(self.now(), time.time() - float(attrs.get("ts", time.time())))
         return mid, key
 
     def _acknowledge(self, client: Client, sub: str, acks: dict[str, tuple[str, str]]) -> None:
-        """Acknowledge (retrying what may still succeed); confirmed acks go to the ledger."""
-        refused: set[str] = set()
-        for _ in range(3):
+        """Acknowledge, retrying through an API restart while the ack ids may still be valid, as Google's clients
+        do; confirmed acks go to the ledger, the others as unconfirmed."""
+        refused: set[str] = set(acks)
+        deadline = time.monotonic() + self.plan.ack_deadline
+        while time.monotonic() < deadline and not self.stop.is_set():
             try:
                 client.call("POST", f"subscriptions/{sub}:acknowledge", {"ackIds": list(acks)})
+                refused = set()
                 break
             except Failed as exc:
                 self.error(f"acknowledge: {exc.kind}")
-                refused = failed_ack_ids(exc) or set()
-                if refused or exc.status == 400:
-                    refused = refused or set(acks)
+                if exc.status == 400:
+                    refused = failed_ack_ids(exc) or set(acks)
                     break
-                time.sleep(0.2)
-        else:
-            return
+                self.stop.wait(0.5)
         with self.lock:
             for ack_id, (mid, key) in acks.items():
-                if ack_id not in refused:
+                if ack_id in refused:
+                    self.ledger.acknowledge_unconfirmed(sub, key)
+                else:
                     self.ledger.acknowledged(sub, mid, key)
+        self._trace(sub, "ack", [(acks[a][0], a not in refused) for a in acks])
 
     def _puller(self, sub: str) -> None:
         client = Client(self.url, self.project)
@@ -239,17 +253,18 @@ class Traffic:
                 self.error(f"pull: {exc.kind}")
                 self.stop.wait(0.2)
                 continue
-            acks, nacks = {}, []
+            acks, nacks = {}, {}
             for r in got.get("receivedMessages", []):
                 ident = self.received(sub, r["message"])
                 if self._nack():
-                    nacks.append(r["ackId"])
+                    nacks[r["ackId"]] = ident[0]
                 else:
                     acks[r["ackId"]] = ident
             if nacks:
+                self._trace(sub, "nack", list(nacks.values()))
                 try:
                     client.call("POST", f"subscriptions/{sub}:modifyAckDeadline",
-                                {"ackIds": nacks, "ackDeadlineSeconds": 0})
+                                {"ackIds": list(nacks), "ackDeadlineSeconds": 0})
                 except Failed as exc:
                     self.error(f"nack: {exc.kind}")
             if acks:
@@ -260,8 +275,8 @@ class Traffic:
         self.started = time.monotonic()
         self._threads = [threading.Thread(target=self._publisher, args=(i,), daemon=True, name=f"chaos-pub-{i}")
                          for i in range(self.plan.publishers)]
-        self._threads += [threading.Thread(target=self._puller, args=(sub,), daemon=True, name=f"chaos-pull-{sub}")
-                          for sub, kind in SUBSCRIPTIONS.items() if kind != PUSH for _ in range(self.plan.pullers)]
+        self._threads += [threading.Thread(target=self._puller, args=(sub,), daemon=True, name=f"chaos-pull-{sub}-{i}")
+                          for sub, kind in SUBSCRIPTIONS.items() if kind != PUSH for i in range(self.plan.pullers)]
         for t in self._threads:
             t.start()
 

@@ -42,6 +42,19 @@ def test_delivered_but_never_acknowledged_is_stuck() -> None:
     assert (book.verdict("plain").lost, book.verdict("plain").stuck) == (0, 1)
 
 
+def test_acknowledgement_in_doubt_is_unconfirmed_not_stuck() -> None:
+    book = ledger()
+    book.publish_acknowledged(["a", "b"])
+    for key in "ab":
+        book.delivered("exact", f"id-{key}", key)
+    book.acknowledge_unconfirmed("exact", "a")  # the API died before answering
+    book.acknowledge_unconfirmed("exact", "b")
+    book.acknowledged("exact", "id-b", "b")  # b came back and was acknowledged
+    verdict = book.verdict("exact")
+    assert (verdict.stuck, verdict.unconfirmed, verdict.passed) == (0, 1, True)
+    assert not book.drained()  # the other subscriptions have nothing yet
+
+
 def test_duplicates_count_redeliveries_and_publish_copies() -> None:
     book = ledger()
     book.publish_acknowledged(["a"])
