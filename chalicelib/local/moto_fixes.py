@@ -9,18 +9,28 @@ benchmarks, ``make chaos``). Unlike the speed-ups (moto_speedups.py) they cannot
    of them and delivers that one first. SQS redelivers them in order. The fix takes every expired message
    out of flight before the scan, so the group's first message leads. Found by ``make chaos``
    (ordering violations on the ordered subscription after injected receive timeouts).
+2. Concurrent receives on a FIFO queue. moto's receive is not atomic: two receives running at once each
+   see the group free and each takes part of it, so two pullers hold one ordering key's messages at once
+   (found by ``make chaos`` with two pullers on the ordered subscription). SQS hands a group to one receive
+   at a time. The fix runs a FIFO queue's receives one at a time, each without moto's own wait, and does
+   the long poll itself between attempts (every 50 ms), so a waiting receive does not hold up the others.
 """
 
 from __future__ import annotations
 
 import functools
+import threading
+import time
 from typing import Any
+
+FIFO_POLL_SECONDS = 0.05
 
 
 @functools.cache
 def fix_moto() -> bool:
     """Apply the fixes in this process (once); returns whether they are in place."""
     _release_expired_before_receive()
+    _one_fifo_receive_at_a_time()
     return True
 
 
@@ -37,3 +47,30 @@ def _release_expired_before_receive() -> None:
         return original(self, queue_name, *args, **kwargs)
 
     setattr(SQSBackend, "receive_message", receive_message)  # noqa: B010 (mypy refuses assigning to a method)
+
+
+def _one_fifo_receive_at_a_time() -> None:
+    from moto.sqs.models import SQSBackend
+
+    original = SQSBackend.receive_message  # already releasing expired messages (fix 1)
+    locks: dict[int, threading.Lock] = {}
+    guard = threading.Lock()
+
+    def lock_of(queue: Any) -> threading.Lock:
+        with guard:
+            return locks.setdefault(id(queue), threading.Lock())
+
+    def receive_message(self: Any, queue_name: str, count: int, wait_seconds_timeout: int,
+                        visibility_timeout: int, *args: Any, **kwargs: Any) -> Any:
+        queue = self.get_queue(queue_name)
+        if not queue.fifo_queue:
+            return original(self, queue_name, count, wait_seconds_timeout, visibility_timeout, *args, **kwargs)
+        deadline = time.monotonic() + (wait_seconds_timeout or 0)
+        while True:
+            with lock_of(queue):
+                got = original(self, queue_name, count, 0, visibility_timeout, *args, **kwargs)
+            if got or time.monotonic() >= deadline:
+                return got
+            time.sleep(FIFO_POLL_SECONDS)
+
+    setattr(SQSBackend, "receive_message", receive_message)  # noqa: B010
