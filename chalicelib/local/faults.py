@@ -30,7 +30,7 @@ from chalicelib.store import aws
 
 log = logging.getLogger("metro.faults")
 KINDS = ("throttle", "server_error", "timeout_before", "timeout_after")
-REPORT_EVERY = 200  # a log line with the running counts every so many attempts
+REPORT_EVERY = 50  # a log line with the running counts every so many attempts
 XML_SERVICES = ("s3",)  # rest-xml; the others Metro calls speak JSON
 
 
