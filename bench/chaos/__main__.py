@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import signal
 import sys
 import threading
 import time
@@ -153,4 +154,5 @@ def soak_command(
 
 if __name__ == "__main__":
     threading.current_thread().name = "chaos-main"
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the stack's processes on the way out
     cli()
