@@ -46,6 +46,10 @@ class Plan:
     # Exactly-once acks fail once the deadline has passed, and these pullers do not extend deadlines as Google's
     # clients do: on a busy machine a pull of 100 messages (one lease write each) can take most of 20 s.
     exactly_once_ack_deadline: int = 60
+    # An exactly-once pull writes one lease per message, one after another: a pull of 100 can outlast a client's
+    # timeout on a busy machine, and the leases it took then expire unused. Smaller pulls keep it under.
+    exactly_once_max_messages: int = 20
+    pull_timeout: float = 90.0
 
 
 class Failed(Exception):
@@ -255,7 +259,9 @@ class Traffic:
         client = Client(self.url, self.project)
         while not self.stop.is_set():
             try:
-                got = client.call("POST", f"subscriptions/{sub}:pull", {"maxMessages": 100})
+                most = self.plan.exactly_once_max_messages if SUBSCRIPTIONS[sub] == EXACTLY_ONCE else 100
+                got = client.call("POST", f"subscriptions/{sub}:pull", {"maxMessages": most},
+                                  timeout=self.plan.pull_timeout)
             except Failed as exc:
                 self.error(f"pull: {exc.kind}")
                 self.stop.wait(0.2)
