@@ -125,3 +125,30 @@ def test_injected_timeout_raises_a_read_timeout(config: Config) -> None:
     with pytest.raises(ReadTimeoutError):
         client.create_queue(QueueName="made-although-timed-out")
     assert any(u.endswith("/made-although-timed-out") for u in client.list_queues().get("QueueUrls", []))
+
+
+def test_lease_writes_of_one_pull_run_concurrently(config: Config) -> None:
+    """A pull's lease writes overlap (one after another, 100 of them outlasted clients' timeouts under load)."""
+    import threading
+    import time
+
+    leases, ddb = ExactLeases(config), aws.dynamodb(config)
+    sub, flying, most = "projects/p/subscriptions/concurrent", [0], [0]
+    lock = threading.Lock()
+
+    def slow(**_: Any) -> None:  # each write holds its slot a little, so that overlapping ones are seen
+        with lock:
+            flying[0] += 1
+            most[0] = max(most[0], flying[0])
+        time.sleep(0.02)
+        with lock:
+            flying[0] -= 1
+
+    ddb.meta.events.register("before-send.dynamodb.UpdateItem", slow, unique_id="test-fault")
+    try:
+        states = leases.each(lambda m: leases.claim(sub, m, "tok", NOW + 10, NOW, int(NOW + 86400)),
+                             [f"m{i}" for i in range(10)])
+    finally:
+        unfault(ddb)
+    assert states == ["ok"] * 10
+    assert most[0] > 1
