@@ -97,7 +97,7 @@ def chaos(
             publish_s = traffic.now()
             killer.stop.set()
             bar.update(task, description="draining")
-            drain_s = faultrun.drain(traffic, drain_timeout, tick)
+            drain_s = faultrun.drain(traffic, drain_timeout, tick, lambda: faultrun.backlog(stack))
             tick()
         traffic.finish()
         traffic.trace.close()

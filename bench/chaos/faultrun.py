@@ -99,15 +99,19 @@ def recovery_summary(kills: list[Kill]) -> dict[str, Any]:
     return out
 
 
-def drain(traffic: Traffic, timeout: float, tick: Callable[[], None]) -> float:
-    """Wait until every subscription acknowledged every published key (or ``timeout``); returns the time taken."""
+def drain(traffic: Traffic, timeout: float, tick: Callable[[], None],
+          backlog_left: Callable[[], int] = lambda: 0) -> float:
+    """Wait until every subscription acknowledged every published key and ``backlog_left()`` is 0 (messages
+    whose acknowledgement was lost with the API come back after their deadline), or ``timeout``; returns the
+    time taken."""
     start = time.monotonic()
     while time.monotonic() - start < timeout:
         with traffic.lock:
-            if traffic.ledger.drained():
-                break
+            acknowledged = traffic.ledger.drained()
+        if acknowledged and backlog_left() == 0:
+            break
         tick()
-        time.sleep(0.5)
+        time.sleep(0.5 if not acknowledged else 2.0)
     return time.monotonic() - start
 
 
