@@ -152,3 +152,24 @@ def test_lease_writes_of_one_pull_run_concurrently(config: Config) -> None:
         unfault(ddb)
     assert states == ["ok"] * 10
     assert most[0] > 1
+
+
+def test_create_subscription_whose_answer_was_lost_keeps_its_queue(config: Config) -> None:
+    """The transaction lands, its answer is lost, botocore's retry fails its condition: the subscription must
+    still be created with its queue (it was deleted, leaving a subscription that could never deliver)."""
+    from chalicelib.core import names
+    from chalicelib.core.models import Subscription, Topic
+    from chalicelib.runtime import Services
+    from chalicelib.service.context import Context
+
+    built = Services.build(Context.from_config(config, clock=lambda: NOW))
+    topic, sub = names.make("p", "topics", "lost-answer"), names.make("p", "subscriptions", "lost-answer")
+    built.admin.create_topic(topic, Topic())
+    ddb = aws.dynamodb(config)
+    injector = faulted(ddb, "TransactWriteItems", "timeout_after")
+    try:
+        rec = built.admin.create_subscription(sub, Subscription(topic=topic.path))
+    finally:
+        unfault(ddb)
+    assert injector.counts == {"timeout_after": 1}
+    assert any(url == rec.queue_url for url in aws.sqs(config).list_queues().get("QueueUrls", []))
