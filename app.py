@@ -8,12 +8,14 @@ from typing import Any
 
 from chalice.app import Chalice, Rate, Request, Response
 
+from chalicelib import config
 from chalicelib.api import jwks, openapi_page, routes
 from chalicelib.api import permissions as paths
 from chalicelib.api.http import CONTENT_TYPES, in_google_envelope
 from chalicelib.delivery import handlers
 
 app = Chalice(app_name="metro")
+app.log.setLevel(config.log_level())  # Chalice sets its "metro" logger to ERROR: Metro's warnings would vanish
 app.api.binary_types = []  # bodies are JSON; keep them as text
 
 

@@ -10,6 +10,11 @@ def _env(name: str, default: str) -> str:
     return os.environ.get(name, default)
 
 
+def log_level() -> str:
+    """METRO_LOG_LEVEL: the level of Metro's loggers (``metro.*``)."""
+    return _env("METRO_LOG_LEVEL", "INFO").strip().upper()
+
+
 MAX_AUTH_CACHE_SECONDS = 60.0
 LOCAL_ACK_SECRET = "metro-local-secret"  # local mode only: a deployed Metro refuses to start with it
 
@@ -64,7 +69,7 @@ class Config:
     # after its first message (fuller pulls, higher latency).
     pull_linger_seconds: float = field(default_factory=lambda: float(_env("METRO_PULL_LINGER_MS", "0")) / 1000)
     deployed: bool = field(default_factory=lambda: _env("METRO_MODE", "local") == "aws")
-    log_level: str = field(default_factory=lambda: _env("METRO_LOG_LEVEL", "INFO"))
+    log_level: str = field(default_factory=log_level)
     # How long a message waits before Metro retries forwarding it when its dead-letter topic is missing.
     dead_letter_retry_seconds: int = field(default_factory=lambda: int(_env("METRO_DEAD_LETTER_RETRY_SECONDS",
                                                                            "300")))
@@ -145,6 +150,8 @@ class LocalConfig:
     # The AMS dialect's HTTPS endpoint (argo-ams-library only speaks https) and where its certificate is kept.
     ams_port: int = field(default_factory=lambda: int(_env("METRO_AMS_PORT", "8443")))
     ams_cert_dir: str = field(default_factory=lambda: _env("METRO_AMS_CERT_DIR", ".metro/tls"))
+    # Fault injection (chalicelib/local/faults.py): this share of AWS calls fails (throttling, 500s, timeouts).
+    fault_rate: float = field(default_factory=lambda: float(_env("METRO_FAULT_RATE", "0")))
 
 
 def load() -> Config:

@@ -24,6 +24,7 @@ from chalicelib import config as metro_config
 from chalicelib import runtime
 from chalicelib.core.errors import InvalidArgument, MetroError, NotFound
 from chalicelib.delivery import handlers
+from chalicelib.local import faults
 from chalicelib.local.bootstrap import bootstrap
 from chalicelib.local.invoke_pump import InvokePump
 from chalicelib.local.moto_fixes import fix_moto
@@ -105,6 +106,8 @@ class Stack:
         self.emulator = prepare_environment(use_aws)
         self.config = metro_config.load()
         self.local = metro_config.LocalConfig()
+        if not use_aws:  # METRO_FAULT_RATE: injected AWS faults, never against real AWS
+            faults.install(self.local.fault_rate)
         bootstrap(self.config)
         runtime.services()  # refuses to start on a missing or built-in secret (docs/security.md)
         self.pump = StreamPump(self.config, handlers.fanout, interval=self.local.pump_interval)

@@ -107,9 +107,10 @@ class PullService:
         acked: list[str] = []
         held: list[Delivery] = []
         deadline, expires = now + rec.spec.ack_deadline, int(now + rec.spec.retention_seconds)
-        for d in deliveries:
-            key = exact_key(rec.queue_gen, d.message_id)
-            state = self.ctx.exact.claim(rec.name, key, token, deadline, now, expires)
+        states = self.ctx.exact.each(
+            lambda d: self.ctx.exact.claim(rec.name, exact_key(rec.queue_gen, d.message_id), token, deadline, now,
+                                           expires), deliveries)
+        for d, state in zip(deliveries, states, strict=True):
             if state == "ok":
                 keep.append(d)
             elif state == "acked":
@@ -160,16 +161,17 @@ class PullService:
         # Ids of a deleted incarnation of the subscription are ignored.
         return rec, [(t, a) for t, a in acks if a.queue_gen == rec.queue_gen]
 
-    @staticmethod
-    def _settle(rec: SubscriptionRecord, acks: list[tuple[str, AckId]],
+    def _settle(self, rec: SubscriptionRecord, acks: list[tuple[str, AckId]],
                 transition: Callable[[AckId], bool]) -> tuple[list[AckId], dict[str, str]]:
-        """Apply per-message exactly-once transitions: the ids that passed, and the failed ones' errors."""
+        """Apply per-message exactly-once transitions (concurrently): the ids that passed, and the failed ones'
+        errors."""
         if not rec.spec.enable_exactly_once_delivery:
             return [ack for _, ack in acks], {}
         good: list[AckId] = []
         failed: dict[str, str] = {}
-        for text, ack in acks:
-            if transition(ack):
+        passed = self.ctx.exact.each(transition, [ack for _, ack in acks])
+        for (text, ack), ok in zip(acks, passed, strict=True):
+            if ok:
                 good.append(ack)
             else:
                 failed[text] = "PERMANENT_FAILURE_INVALID_ACK_ID"

@@ -194,13 +194,24 @@ def _on_call_error(event_name: str, context: dict[str, Any], **_: Any) -> None:
         counter.call(*_names(event_name), context.get(_PARAMS, {}), {}, True, _elapsed(context))
 
 
+_extra_handlers: list[tuple[str, Callable[..., Any]]] = []
+
+
+def register_handler(event: str, handler: Callable[..., Any]) -> None:
+    """Attach ``handler`` to ``event`` on every client built from now on (local fault injection uses it)."""
+    _extra_handlers.append((event, handler))
+    _client.cache_clear()
+
+
 def instrument(client: ClientT) -> ClientT:
-    """Attach the counting handlers to a client (done for every client built here)."""
+    """Attach the counting handlers (and any registered handler) to a client (done for every client built here)."""
     events = client.meta.events
     events.register("before-parameter-build", _on_params)
     events.register("before-send", _on_send)
     events.register("after-call", _on_after_call)
     events.register("after-call-error", _on_call_error)
+    for event, handler in _extra_handlers:
+        events.register(event, handler)
     return client
 
 

@@ -193,8 +193,15 @@ class ResourceStore:
             if reasons and reasons[0] == "ConditionalCheckFailed":
                 raise NotFound("Subscription topic does not exist") from None
             if len(reasons) > 1 and reasons[1] == "ConditionalCheckFailed":
+                if self._written_by(name, rec):
+                    return  # botocore retried a write whose answer was lost: the first attempt created it
                 raise AlreadyExists("Subscription already exists") from None
             raise client_error(exc, "CreateSubscription") from exc
+
+    def _written_by(self, name: Name, rec: SubscriptionRecord) -> bool:
+        """The stored subscription is ``rec`` itself (its queue is unique to one create)."""
+        stored = self.get_subscription(name)
+        return stored is not None and stored.queue_url == rec.queue_url
 
     def get_subscription(self, name: Name) -> SubscriptionRecord | None:
         with aws_errors("GetSubscription"):

@@ -1,0 +1,60 @@
+"""``python -m bench.chaos.role {emulator,api,pump}``: one part of the local stack as its own process, so that a
+fault run can kill the API or the pumps while the emulator keeps the state.
+
+- ``emulator``: moto's server with Metro's speed-ups (chalicelib/local/moto_speedups.py) on METRO_EMULATOR_PORT;
+- ``api``: the Chalice app over HTTP on METRO_PORT against AWS_ENDPOINT_URL, no pumps;
+- ``pump``: the trigger pump, the push pump and the maintenance schedule against AWS_ENDPOINT_URL, no API.
+
+Each prints ``ready`` once it serves. ``METRO_FAULT_RATE`` applies to the API and the pumps.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+import threading
+
+
+def _emulator() -> None:
+    from chalicelib.local.server import start_emulator
+
+    start_emulator("127.0.0.1", int(os.environ["METRO_EMULATOR_PORT"]))
+    print("ready", flush=True)
+    threading.Event().wait()
+
+
+def _api() -> None:
+    from chalicelib.local.server import Stack
+
+    stack = Stack(use_aws=False)
+    print("ready", flush=True)
+    stack.server.server.serve_forever(poll_interval=0.2)
+
+
+def _pump() -> None:
+    from chalicelib.local.server import Stack
+
+    stack = Stack(use_aws=False)
+    stack.server.server.server_close()  # this process serves no API
+    stack.pump.start()
+    stack.push_pump.start()
+    stack.schedule.start()
+    print("ready", flush=True)
+    threading.Event().wait()
+
+
+ROLES = {"emulator": _emulator, "api": _api, "pump": _pump}
+
+
+def main(role: str) -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    for noisy in ("botocore", "urllib3", "werkzeug", "moto"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
+    ROLES[role]()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

@@ -1,0 +1,95 @@
+"""chalicelib/local/moto_fixes.py: the emulator keeps SQS's FIFO order when a group's leases expire together."""
+
+from __future__ import annotations
+
+import socket
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from chalicelib.local.moto_fixes import fix_moto
+
+
+def test_fifo_group_comes_back_in_order_after_its_visibility_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
+    import moto.sqs.models as sqs_models
+
+    clock = {"ms": 1_800_000_000_000.0}
+    monkeypatch.setattr(sqs_models, "unix_time_millis", lambda dt=None: clock["ms"])
+    fix_moto()
+    with mock_aws():
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        url = sqs.create_queue(QueueName="ordered.fifo", Attributes={
+            "FifoQueue": "true", "ContentBasedDeduplication": "true"})["QueueUrl"]
+        sqs.send_message_batch(QueueUrl=url, Entries=[
+            {"Id": str(i), "MessageBody": f"m{i}", "MessageGroupId": "key"} for i in range(3)])
+        first = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=5)["Messages"]
+        assert [m["Body"] for m in first] == ["m0", "m1", "m2"]
+        assert "Messages" not in sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)  # the group is held
+        clock["ms"] += 6_000  # the three leases expire together (a lost answer, a dead puller)
+        again = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=5)["Messages"]
+        assert [m["Body"] for m in again] == ["m0", "m1", "m2"]
+
+
+def test_concurrent_receives_never_split_a_fifo_group(monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    import moto.sqs.models as sqs_models
+
+    fix_moto()
+    original = sqs_models.Message.mark_received
+
+    def slow_mark(self: Any, *args: Any, **kwargs: Any) -> None:  # widen moto's race window: receives interleave
+        original(self, *args, **kwargs)
+        time.sleep(0.01)
+
+    monkeypatch.setattr(sqs_models.Message, "mark_received", slow_mark)
+    groups = sqs_models.Queue.pending_message_groups
+
+    def slow_groups(self: Any) -> Any:  # and between a receive's look at the groups in flight and its scan
+        held = groups.fget(self)
+        time.sleep(0.05)
+        return held
+
+    monkeypatch.setattr(sqs_models.Queue, "pending_message_groups", property(slow_groups))
+    from moto.server import ThreadedMotoServer
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)  # receives on real threads
+    server.start()
+    try:
+        assert one_holder(f"http://127.0.0.1:{port}")
+    finally:
+        server.stop()
+
+
+def one_holder(endpoint: str) -> bool:
+    """Four receives at once on a FIFO queue of one group: does exactly one of them get the group?"""
+    import threading
+
+    def client() -> Any:
+        return boto3.client("sqs", endpoint_url=endpoint, region_name="us-east-1", aws_access_key_id="testing",
+                            aws_secret_access_key="testing")
+
+    url = client().create_queue(QueueName="split.fifo", Attributes={
+        "FifoQueue": "true", "ContentBasedDeduplication": "true"})["QueueUrl"]
+    client().send_message_batch(QueueUrl=url, Entries=[
+        {"Id": str(i), "MessageBody": f"m{i}", "MessageGroupId": "key"} for i in range(10)])
+    got: list[list[str]] = []
+    clients = [client() for _ in range(4)]
+    start = threading.Barrier(4)
+
+    def receive(sqs: Any) -> None:
+        start.wait()
+        resp = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=30)
+        got.append([m["Body"] for m in resp.get("Messages", [])])
+
+    threads = [threading.Thread(target=receive, args=(c,)) for c in clients]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return [bodies for bodies in got if bodies] == [[f"m{i}" for i in range(10)]]
