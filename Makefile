@@ -115,12 +115,12 @@ fuzz: $(DEV_STAMP) ## schemathesis from /openapi.json on the local stack, open a
 race: $(DEV_STAMP) ## 8 racing pullers on a plain and an exactly-once subscription -> bench/out/race.json
 	$(BIN)/python -m bench.race $(if $(QUICK),--quick) $(ARGS)
 # --- reliability: three-process stack (emulator, API, pumps) under faults or steady load -> bench/out/ ------------
-#   short forms (about a minute each): make chaos ARGS="--messages 3000"    make soak ARGS="--minutes 1 --rate 20"
+#   QUICK=1: the short forms CI runs (chaos: 1,500 messages; soak: one minute at 4 messages/s)
 chaos: $(DEV_STAMP) ## Fault run: 100,000 messages, API and pumps killed at random, 5% AWS faults (RECORD=1: bench/)
-	$(BIN)/python -m bench.chaos chaos $(if $(RECORD),--record) $(ARGS)
+	$(BIN)/python -m bench.chaos chaos $(if $(QUICK),--messages 1500) $(if $(RECORD),--record) $(ARGS)
 
 soak: $(DEV_STAMP) ## 30 minutes at half the measured throughput: RSS, latency per minute (RECORD=1: bench/)
-	$(BIN)/python -m bench.chaos soak $(if $(RECORD),--record) $(ARGS)
+	$(BIN)/python -m bench.chaos soak $(if $(QUICK),--minutes 1 --rate 4) $(if $(RECORD),--record) $(ARGS)
 
 # --- the Spark jobs (spark_emr/) with spark-submit --master local[2] against the stack of `make run` ------------
 # (its emulator on 127.0.0.1:$METRO_EMULATOR_PORT, or AWS_ENDPOINT_URL). ARGS go to the job, e.g.
