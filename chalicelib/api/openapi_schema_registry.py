@@ -30,8 +30,8 @@ OPERATIONS: tuple[Op, ...] = (
        "ListSchemasResponse", query=(*PAGE, "view"), tag=TAG),
     Op(p.SCHEMA, "GET", "", "Get a schema (its newest revision, or the one named by id@revision)", "Schema",
        query=("view",), tag=TAG),
-    Op(p.SCHEMA, "DELETE", "", "Delete a schema; with id@revision, delete that revision and answer it", "Schema",
-       tag=TAG),
+    Op(p.SCHEMA, "DELETE", "", "Delete a schema ({}); with id@revision, delete that revision and answer it",
+       "DeletedSchema", tag=TAG),
     Op(p.SCHEMA, "POST", "commit", "Commit a new revision (of the schema's type)", "Schema",
        body="CommitSchemaRequest", tag=TAG),
     Op(p.SCHEMA, "POST", "rollback", "A new revision with the definition of an earlier one", "Schema",
@@ -88,6 +88,7 @@ REQUESTS: dict[str, Schema] = {
 }
 RESPONSES: dict[str, Schema] = {
     "Schema": _SCHEMA,
+    "DeletedSchema": {"anyOf": [ref("Schema"), {"type": "object", "maxProperties": 0}]},
     "ListSchemasResponse": _LIST,
     "ListSchemaRevisionsResponse": _LIST,
     "AmsSchema": obj({"uuid": STRING, "name": STRING, "type": {"enum": ["json", "avro", "protobuf"]},
