@@ -54,6 +54,7 @@ def array(items: Schema, **bounds: int) -> Schema:
     return {"type": "array", "items": items, **bounds}
 
 
+PAGE = ("pageSize", "pageToken")  # the query parameters of a list call
 STRING: Schema = {"type": "string"}
 STRINGS = array(STRING)
 STRING_MAP: Schema = {"type": "object", "additionalProperties": STRING}

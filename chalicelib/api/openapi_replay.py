@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from chalicelib.api import permissions as p
 from chalicelib.api.openapi_parts import (
+    PAGE,
     RESOURCE_ID,
     STRING,
     STRING_MAP,
@@ -21,7 +22,6 @@ from chalicelib.api.openapi_parts import (
 )
 
 S, SNAP = "subscriptions", "snapshots"
-PAGE = ("pageSize", "pageToken")
 OPERATIONS: tuple[Op, ...] = (
     Op(p.SNAPSHOTS, "GET", "", "List the project's snapshots", "ListSnapshotsResponse", query=PAGE, tag=SNAP),
     Op(p.SNAPSHOT, "PUT", "", "Snapshot a subscription's backlog", "Snapshot", body="CreateSnapshotRequest",

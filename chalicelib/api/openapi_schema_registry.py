@@ -9,19 +9,9 @@ answer in AMS's shape (``AmsSchema``); the AMS verbs answer the same on both.
 from __future__ import annotations
 
 from chalicelib.api import permissions as p
-from chalicelib.api.openapi_parts import (
-    RESOURCE_ID,
-    STRING,
-    TIMESTAMP,
-    Op,
-    Schema,
-    array,
-    obj,
-    ref,
-)
+from chalicelib.api.openapi_parts import PAGE, RESOURCE_ID, STRING, TIMESTAMP, Op, Schema, array, obj, ref
 
 TAG = "schemas"
-PAGE = ("pageSize", "pageToken")
 OPERATIONS: tuple[Op, ...] = (
     # -- Google's schema methods
     Op(p.SCHEMAS, "POST", "", "Create a schema with its first revision", "Schema", body="Schema",
