@@ -10,6 +10,7 @@ refused. The figures go to bench/out/fuzz.json; the exit code is non-zero on any
 
     python -m bench.fuzz                    # both modes, 55 examples per operation (over 5,000 requests each)
     python -m bench.fuzz --quick            # about a minute: fewer examples, fuzzing phase only
+    python -m bench.fuzz --include 'schemas|snapshots'   # only the operations whose path matches
 
 One schemathesis worker: with two, Hypothesis's lambda descriptions (ast, on Python 3.11) now and then fail
 inside schemathesis with "AST constructor recursion depth mismatch", which is schemathesis's error, not Metro's.
@@ -40,6 +41,8 @@ BASELINE = ROOT / "bench" / "fuzz-baseline.json"
 CHECKS = ("not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,"
           "negative_data_rejection,google_error_envelope")
 PROJECT, TOPIC, SUB, USER = "fuzz-project", "fuzz-topic", "fuzz-subscription", "fuzz-user"
+SCHEMA, SNAPSHOT = "fuzz-schema", "fuzz-snapshot"
+AVRO_RECORD = '{"type": "record", "name": "R", "fields": [{"name": "n", "type": "string"}]}'
 
 
 @dataclass
@@ -67,15 +70,20 @@ def seed(stack: RunningStack, headers: dict[str, str]) -> None:
     call("POST", f"/v1/users/{USER}", {"projects": [{"project": PROJECT, "roles": ["consumer"]}]})
     call("POST", f"/v1/projects/{PROJECT}/topics/{TOPIC}:publish",
          {"messages": [{"data": "aGVsbG8=", "attributes": {"n": str(i)}} for i in range(20)]})
+    call("POST", f"/v1/projects/{PROJECT}/schemas?schemaId={SCHEMA}", {"type": "AVRO", "definition": AVRO_RECORD})
+    call("PUT", f"/v1/projects/{PROJECT}/snapshots/{SNAPSHOT}",
+         {"subscription": f"projects/{PROJECT}/subscriptions/{SUB}"})
 
 
 def run_schemathesis(stack: RunningStack, mode: str, examples: int, quick: bool, seed_value: int,
-                     headers: dict[str, str], tally: Path) -> subprocess.CompletedProcess[str]:
+                     headers: dict[str, str], tally: Path, include: str) -> subprocess.CompletedProcess[str]:
     checks = CHECKS + (",ignored_auth" if mode == "keys" else "")
     command = [str(Path(sys.executable).parent / "schemathesis"), "run", f"{stack.url}/openapi.json",
                "--checks", checks, "--max-examples", str(examples), "--workers", "1", "--seed", str(seed_value),
                "--no-shrink", "--request-timeout", "30", "--suppress-health-check", "all",
                "--phases", "fuzzing" if quick else "examples,coverage,fuzzing,stateful", "--baseline", str(BASELINE)]
+    if include:
+        command += ["--include-path-regex", include]
     for name, value in headers.items():
         command += ["--header", f"{name}: {value}"]
     env = {**os.environ, "SCHEMATHESIS_HOOKS": "bench.fuzz_checks", "METRO_FUZZ_TALLY": str(tally)}
@@ -94,7 +102,7 @@ def run_schemathesis(stack: RunningStack, mode: str, examples: int, quick: bool,
     return subprocess.CompletedProcess(command, proc.returncode, log.read_text(), "")
 
 
-def fuzz_mode(mode: str, examples: int, quick: bool, seed_value: int) -> ModeResult:
+def fuzz_mode(mode: str, examples: int, quick: bool, seed_value: int, include: str = "") -> ModeResult:
     admin_key = secrets.token_urlsafe(32)
     env = {"METRO_AUTH": "keys", "METRO_ADMIN_KEY": admin_key} if mode == "keys" else {}
     headers = {"x-api-key": admin_key} if mode == "keys" else {}
@@ -104,7 +112,7 @@ def fuzz_mode(mode: str, examples: int, quick: bool, seed_value: int) -> ModeRes
     stack = start_stack(OUT / f"fuzz-{mode}-metro.log", extra_env=env)
     try:
         seed(stack, headers)
-        proc = run_schemathesis(stack, mode, examples, quick, seed_value, headers, tally)
+        proc = run_schemathesis(stack, mode, examples, quick, seed_value, headers, tally, include)
     finally:
         stack.stop()
     lines = tally.read_text().splitlines() if tally.exists() else []
@@ -122,11 +130,12 @@ def main(quick: bool = typer.Option(False, help="about a minute: 8 examples per 
          mode: list[str] = typer.Option(["open", "keys"], help="auth modes to run (open, keys)"),
          seed_value: int = typer.Option(17, "--seed", help="schemathesis's random seed"),
          min_requests: int = typer.Option(0, help="fail below this many requests per mode (default 5000, quick 0)"),
+         include: str = typer.Option("", help="only the operations whose path matches this regular expression"),
          ) -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     per_operation = examples or (8 if quick else 55)
-    floor = min_requests or (0 if quick else 5000)
-    results = [fuzz_mode(m, per_operation, quick, seed_value) for m in mode]
+    floor = min_requests or (0 if quick or include else 5000)
+    results = [fuzz_mode(m, per_operation, quick, seed_value, include) for m in mode]
     (OUT / "fuzz.json").write_text(json.dumps([asdict(r) for r in results], indent=1))
     failed = False
     for r in results:

@@ -108,7 +108,7 @@ def member_roles_request(body: Any, project: str) -> RolesRequest:
 def user_page_request(params: Mapping[str, str]) -> PageRequest:
     """AMS's user paging: ``pageSize`` 0 (the default) lists every user."""
     raw = params.get("pageSize", "0") or "0"
-    if not raw.isdigit() or len(raw) > MAX_PAGE_SIZE_DIGITS:
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > MAX_PAGE_SIZE_DIGITS:  # int() fails on "²"
         raise InvalidArgument(f"Invalid page_size: {raw[:20]!r}")
     return PageRequest(int(raw), params.get("pageToken", ""))
 

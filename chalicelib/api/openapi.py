@@ -10,6 +10,11 @@ A ``{id}:{verb}`` call is one path segment (api/routes.py splits it), so its pat
 route template followed by the literal verb, e.g. ``/v1/projects/{project}/topics/{topic}:publish``: a
 concrete template that clients and fuzzers fill in like any other.
 
+The Google endpoint is the one described. The AMS endpoint serves the same operations; where its answers
+have AMS's shape (topics, subscriptions, pull, the schema reads: api/ams_handlers.py's ``OVERRIDES``), the
+description does not follow it. Areas with many operations are described in modules of their own
+(api/openapi_schema_registry.py, api/openapi_replay.py: rows, component schemas and parameters), merged here.
+
 To describe a new operation:
 
 1. add its route and permission rule to api/permissions.py (and its handler to a route table);
@@ -26,40 +31,17 @@ from __future__ import annotations
 import functools
 import json
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from chalicelib.api import permissions as p
-from chalicelib.api.openapi_schemas import Schema, components, ref
+from chalicelib.api.openapi_parts import RESOURCE_ID, Op, Schema, ref
+from chalicelib.api.openapi_schemas import AREAS, components
 
 TITLE = "Metro: Google Cloud Pub/Sub REST v1 and ARGO Messaging Service API"
 VERSION = "v1"
 # Errors every authenticated operation may answer (Google's envelope, api/http.py); 5xx are never expected.
 ERRORS = ("400", "401", "403", "404", "409", "429")
 PUBLIC_ERRORS = ("404",)
-
-
-@dataclass(frozen=True)
-class Op:
-    route: str  # a route template of api/permissions.py
-    method: str
-    verb: str  # the word after the colon, "" for none
-    summary: str
-    answer: str = "Empty"  # component schema of the 200 answer
-    body: str | None = None  # component schema of the JSON request body
-    query: tuple[str, ...] = ()  # keys of QUERY
-    tag: str = "AMS"
-    path: str = ""  # only where the verb is not written ":verb" (GET /v1/users/profile)
-    content: str = "application/json"  # media type of the 200 answer
-
-    @property
-    def url(self) -> str:
-        return self.path or (f"{self.route}:{self.verb}" if self.verb else self.route)
-
-    @property
-    def public(self) -> bool:
-        rule = p.rule_for(self.route, self.method, self.verb)
-        return rule is not None and rule.action.value == "public"
 
 
 T, S, ACL = "topics", "subscriptions", "ACL"
@@ -89,6 +71,8 @@ OPERATIONS: tuple[Op, ...] = (
        body="ModifyPushConfigRequest", tag=S),
     Op(p.SUBSCRIPTION, "POST", "detach", "Detach a subscription from its topic", body="Empty", tag=S),
     Op(p.SUBSCRIPTION, "GET", "metrics", "A subscription's metrics (AMS)", "Metrics", tag=S),
+    Op(p.SUBSCRIPTION, "POST", "verifyPushEndpoint", "Verify the push endpoint's ownership (AMS)", body="Empty",
+       tag=S),
     # -- access lists: AMS's :acl/:modifyAcl and Google's IAM methods, on topics and subscriptions
     *(op for route, kind in ((p.TOPIC, "topic"), (p.SUBSCRIPTION, "subscription")) for op in (
         Op(route, "GET", "acl", f"The users on the {kind}'s ACL (AMS)", "AuthorizedUsers", tag=ACL),
@@ -124,6 +108,13 @@ OPERATIONS: tuple[Op, ...] = (
     Op(p.USER, "DELETE", "", "Delete a user"),
     Op(p.USER, "POST", "refreshToken", "Issue a new token for a user (the old one stops working)", "AmsUser",
        body="Empty"),
+    # -- AMS's operational routes
+    Op(p.STATUS, "GET", "", "The service's health (AMS)", "Status", tag="service"),
+    Op(p.VERSION, "GET", "", "The service's version (AMS)", "Version", tag="service"),
+    Op(p.SERVICE_METRICS, "GET", "", "Projects, users, topics and subscriptions of the service, counted", "Metrics",
+       tag="service"),
+    # -- the areas described in modules of their own
+    *(op for area in AREAS for op in area.OPERATIONS),
     # -- public routes
     Op(p.ROOT, "GET", "", "Health check: answers Ok", "Text", tag="service", content="text/plain"),
     Op(p.JWKS, "GET", "", "The keys that verify Metro's push tokens", "Jwks", tag="service"),
@@ -132,21 +123,21 @@ OPERATIONS: tuple[Op, ...] = (
     Op(p.DOCS, "GET", "", "This description as an HTML page", "Text", tag="service", content="text/html"),
 )
 
-# Path parameters as core/names.py and api/account_requests.py check them (a topic or subscription id may
-# not start with "goog"); the examples name the resources `make fuzz` creates before it starts.
-_ID: Schema = {"type": "string", "pattern": r"^[A-Za-z][A-Za-z0-9\-_.~+%]{2,254}$",
-               "not": {"pattern": "^[Gg][Oo][Oo][Gg]"}}
+# Path parameters as core/names.py and api/account_requests.py check them; the examples name the resources
+# `make fuzz` creates before it starts.
 PATH_PARAMETERS: dict[str, Schema] = {
     "project": {"type": "string", "pattern": r"^[A-Za-z0-9][A-Za-z0-9\-_.:]{0,99}$", "example": "fuzz-project"},
-    "topic": {**_ID, "example": "fuzz-topic"},
-    "subscription": {**_ID, "example": "fuzz-subscription"},
+    "topic": {**RESOURCE_ID, "example": "fuzz-topic"},
+    "subscription": {**RESOURCE_ID, "example": "fuzz-subscription"},
     "user": {"type": "string", "pattern": r"^[A-Za-z0-9][A-Za-z0-9._@+\-]{0,99}$", "example": "fuzz-user"},
+    **{name: schema for area in AREAS for name, schema in area.PATH_PARAMETERS.items()},
 }
 QUERY: dict[str, Schema] = {
     "pageSize": {"anyOf": [{"type": "integer", "minimum": 0}, {"type": "string", "maxLength": 0}],
                  "description": "0 or empty: the default; over 1000 reads as 1000"},
     "pageToken": {"type": "string"},
     "project": {"type": "string"},
+    **{name: schema for area in AREAS for name, schema in area.QUERY.items()},
 }
 SECURITY_SCHEMES: Schema = {
     "apiKey": {"type": "apiKey", "in": "header", "name": "x-api-key"},
@@ -169,7 +160,7 @@ def _operation(op: Op) -> Schema:
                    "responses": _responses(op)}
     names = re.findall(r"{(\w+)}", op.url)
     params = [{"name": n, "in": "path", "required": True, "schema": PATH_PARAMETERS[n]} for n in names]
-    params += [{"name": q, "in": "query", "required": False, "schema": QUERY[q]} for q in op.query]
+    params += [{"name": q, "in": "query", "required": q in op.required, "schema": QUERY[q]} for q in op.query]
     if params:
         out["parameters"] = params
     if op.body:

@@ -183,7 +183,7 @@ def _body_length(status: int, head: bytes) -> int | None:
     if "transfer-encoding" in values or "content-length" not in values:
         return None
     length = values["content-length"].strip()
-    if not length.isdigit():
+    if not (length.isascii() and length.isdigit()):  # int() fails on "²"
         return None
     if "close" in values.get("connection", "").lower():
         return None

@@ -110,3 +110,11 @@ def test_a_member_body_with_wrongly_typed_user_fields_is_refused(stack: RunningS
     for body in ({"organization": True}, {"service_roles": True}, {"email": "not an email"}):
         refused(requests.post(path, json=body, timeout=10), 400, "INVALID_ARGUMENT")
     assert requests.get(path, timeout=10).status_code == 404  # nothing was created
+
+
+def test_a_superscript_digit_where_a_number_may_stand_is_invalid_argument(stack: RunningStack, unique: str) -> None:
+    """"²" passes str.isdigit but not int(): a schema type or a user page size written with it was a 500."""
+    schemas = f"{stack.url}/v1/projects/{PROJECT}/schemas?schemaId={unique}"
+    refused(requests.post(schemas, json={"type": "²", "definition": "{}"}, timeout=10), 400, "INVALID_ARGUMENT")
+    refused(requests.get(f"{stack.url}/v1/users", params={"pageSize": "²"}, timeout=10), 400, "INVALID_ARGUMENT")
+    assert requests.get(f"{stack.url}/v1/projects/{PROJECT}/schemas/{unique}", timeout=10).status_code == 404

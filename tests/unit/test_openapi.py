@@ -69,3 +69,13 @@ def test_the_docs_page_lists_every_operation_and_loads_nothing_from_elsewhere() 
     for op in openapi.OPERATIONS:
         assert f"<code>{escape(op.url)}</code>" in html, op.url
     assert "http://" not in html and "https://" not in html and "<script" not in html
+
+
+def test_a_query_parameter_a_call_needs_is_required_and_the_others_are_not() -> None:
+    doc = openapi.document()
+    create = {q["name"]: q["required"] for q in doc["paths"]["/v1/projects/{project}/schemas"]["post"]["parameters"]
+              if q["in"] == "query"}
+    listed = {q["name"]: q["required"] for q in doc["paths"]["/v1/projects/{project}/schemas"]["get"]["parameters"]
+              if q["in"] == "query"}
+    assert create == {"schemaId": True}
+    assert listed == {"pageSize": False, "pageToken": False, "view": False}

@@ -161,7 +161,7 @@ def test_enums_in_both_dialects() -> None:
     assert parse_type("AVRO") is parse_type(2) is parse_type("2") is SchemaType.AVRO
     assert parse_type(3) is SchemaType.JSON_SCHEMA
     assert parse_encoding(2) is parse_encoding("BINARY") is Encoding.BINARY
-    for bad in (None, 0, "TYPE_UNSPECIFIED", 9, "avro", True):
+    for bad in (None, 0, "TYPE_UNSPECIFIED", 9, "avro", True, "²"):  # "²" is a digit to str.isdigit, not to int()
         with pytest.raises(Exception, match="schema type"):
             parse_type(bad)
     with pytest.raises(Exception, match="Invalid schema encoding provided"):

@@ -43,7 +43,7 @@ VIEW_NUMBERS = {"SCHEMA_VIEW_UNSPECIFIED": 0, "BASIC": 1, "FULL": 2}
 
 def _enum_value(raw: object, numbers: dict[str, int], what: str) -> str:
     """An enum as either JSON dialect sends it: its name, or its number (also as a decimal string)."""
-    if isinstance(raw, str) and raw.strip().isdigit():
+    if isinstance(raw, str) and raw.strip().isascii() and raw.strip().isdigit():  # int() fails on "²"
         raw = int(raw)
     if isinstance(raw, int) and not isinstance(raw, bool):
         for name, number in numbers.items():

@@ -1,0 +1,70 @@
+"""Replay's part of the OpenAPI description: snapshots (api/snapshot_handlers.py), ``:seek`` and Metro's
+``:seekStatus`` (api/handlers.py), and AMS's offsets (api/ams_handlers.py; an offset is a publish time in epoch
+milliseconds, core/offsets.py), with their component schemas and parameters. api/openapi.py and
+api/openapi_schemas.py merge them. These answer the same on the Google and the AMS endpoint.
+"""
+
+from __future__ import annotations
+
+from chalicelib.api import permissions as p
+from chalicelib.api.openapi_parts import (
+    PAGE,
+    RESOURCE_ID,
+    STRING,
+    STRING_MAP,
+    STRINGS,
+    TIMESTAMP,
+    Op,
+    Schema,
+    array,
+    obj,
+    ref,
+)
+
+S, SNAP = "subscriptions", "snapshots"
+OPERATIONS: tuple[Op, ...] = (
+    Op(p.SNAPSHOTS, "GET", "", "List the project's snapshots", "ListSnapshotsResponse", query=PAGE, tag=SNAP),
+    Op(p.SNAPSHOT, "PUT", "", "Snapshot a subscription's backlog", "Snapshot", body="CreateSnapshotRequest",
+       tag=SNAP),
+    Op(p.SNAPSHOT, "GET", "", "Get a snapshot", "Snapshot", tag=SNAP),
+    Op(p.SNAPSHOT, "PATCH", "", "Update a snapshot's labels or (only sooner) expireTime", "Snapshot",
+       body="UpdateSnapshotRequest", tag=SNAP),
+    Op(p.SNAPSHOT, "DELETE", "", "Delete a snapshot", tag=SNAP),
+    Op(p.TOPIC_SNAPSHOTS, "GET", "", "Names of the snapshots of a topic", "ListTopicSnapshotsResponse", query=PAGE,
+       tag="topics"),
+    Op(p.SUBSCRIPTION, "POST", "seek", "Seek to a time or a snapshot", body="SeekRequest", tag=S),
+    Op(p.SUBSCRIPTION, "GET", "seekStatus", "The latest seek and its progress ({} before any; Metro's)",
+       "SeekStatus", tag=S),
+    Op(p.SUBSCRIPTION, "GET", "offsets", "The subscription's offsets (AMS)", "Offsets", tag=S),
+    Op(p.SUBSCRIPTION, "GET", "timeToOffset", "The offset of the first message published at or after time (AMS)",
+       "Offset", query=("time",), required=("time",), tag=S),
+    Op(p.SUBSCRIPTION, "POST", "modifyOffset", "Move the subscription to an offset: a seek (AMS)",
+       body="ModifyOffsetRequest", tag=S),
+)
+
+_SNAPSHOT = obj({"name": STRING, "topic": STRING, "expireTime": TIMESTAMP, "labels": STRING_MAP})
+_SEEK = obj({"state": {"enum": ["RUNNING", "SUCCEEDED", "SUPERSEDED", "FAILED"]},
+             "restoredMessages": {"type": "string", "pattern": "^[0-9]+$"}, "background": {"type": "boolean"},
+             "startTime": TIMESTAMP, "endTime": TIMESTAMP, "time": TIMESTAMP, "snapshot": STRING},
+            ("state", "restoredMessages", "background", "startTime"))
+_OFFSET = {"type": "integer", "description": "a publish time in epoch milliseconds"}
+
+REQUESTS: dict[str, Schema] = {
+    "CreateSnapshotRequest": obj({"subscription": {"type": "string", "minLength": 1}, "labels": STRING_MAP,
+                                  "tags": STRING_MAP, "name": STRING}, ("subscription",)),
+    "UpdateSnapshotRequest": obj({"snapshot": ref("Snapshot"), "updateMask": STRING}, ("updateMask",)),
+    "SeekRequest": {**obj({"time": TIMESTAMP, "snapshot": STRING, "subscription": STRING}),
+                    "description": "exactly one of time and snapshot"},
+    "ModifyOffsetRequest": obj({"offset": {"anyOf": [_OFFSET, {"type": "string"}]}}, ("offset",)),
+}
+RESPONSES: dict[str, Schema] = {
+    "Snapshot": _SNAPSHOT,
+    "ListSnapshotsResponse": obj({"snapshots": array(ref("Snapshot")), "nextPageToken": STRING}),
+    "ListTopicSnapshotsResponse": obj({"snapshots": STRINGS, "nextPageToken": STRING}),
+    "SeekStatus": obj({"seek": _SEEK}),
+    "Offsets": obj({"max": _OFFSET, "min": _OFFSET, "current": _OFFSET}, ("max", "min", "current")),
+    "Offset": obj({"offset": _OFFSET}, ("offset",)),
+}
+
+PATH_PARAMETERS: dict[str, Schema] = {"snapshot": {**RESOURCE_ID, "example": "fuzz-snapshot"}}
+QUERY: dict[str, Schema] = {"time": {**TIMESTAMP, "minLength": 1}}

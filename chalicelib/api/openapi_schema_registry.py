@@ -1,0 +1,99 @@
+"""The schema registry's part of the OpenAPI description: Google's schema methods (api/schema_handlers.py,
+api/schema_requests.py), AMS's schema verbs and the topic's attachSchema/detachSchema (api/ams_schemas.py),
+their component schemas, query and path parameters. api/openapi.py and api/openapi_schemas.py merge them.
+
+The Google endpoint is the one described: on the AMS endpoint ``GET .../schemas`` and ``GET .../schemas/{s}``
+answer in AMS's shape (``AmsSchema``); the AMS verbs answer the same on both.
+"""
+
+from __future__ import annotations
+
+from chalicelib.api import permissions as p
+from chalicelib.api.openapi_parts import PAGE, RESOURCE_ID, STRING, TIMESTAMP, Op, Schema, array, obj, ref
+
+TAG = "schemas"
+OPERATIONS: tuple[Op, ...] = (
+    # -- Google's schema methods
+    Op(p.SCHEMAS, "POST", "", "Create a schema with its first revision", "Schema", body="Schema",
+       query=("schemaId",), required=("schemaId",), tag=TAG),
+    Op(p.SCHEMAS, "GET", "", "List the project's schemas (view BASIC by default: no definition)",
+       "ListSchemasResponse", query=(*PAGE, "view"), tag=TAG),
+    Op(p.SCHEMA, "GET", "", "Get a schema (its newest revision, or the one named by id@revision)", "Schema",
+       query=("view",), tag=TAG),
+    Op(p.SCHEMA, "DELETE", "", "Delete a schema ({}); with id@revision, delete that revision and answer it",
+       "DeletedSchema", tag=TAG),
+    Op(p.SCHEMA, "POST", "commit", "Commit a new revision (of the schema's type)", "Schema",
+       body="CommitSchemaRequest", tag=TAG),
+    Op(p.SCHEMA, "POST", "rollback", "A new revision with the definition of an earlier one", "Schema",
+       body="RollbackSchemaRequest", tag=TAG),
+    Op(p.SCHEMA, "GET", "listRevisions", "A schema's revisions, newest first", "ListSchemaRevisionsResponse",
+       query=(*PAGE, "view"), tag=TAG),
+    Op(p.SCHEMA, "DELETE", "deleteRevision", "Delete one revision (never the only one) and answer it", "Schema",
+       query=("revisionId",), tag=TAG),
+    Op(p.PROJECT_COLLECTION_VERB, "POST", "validate", "Check a schema definition without creating it",
+       body="ValidateSchemaRequest", path="/v1/projects/{project}/schemas:validate", tag=TAG),
+    Op(p.PROJECT_COLLECTION_VERB, "POST", "validateMessage",
+       "Check a message against a stored schema (by name) or an inline one", body="ValidateMessageRequest",
+       path="/v1/projects/{project}/schemas:validateMessage", tag=TAG),
+    # -- AMS's schema verbs and the topic's schema, served on both endpoints
+    Op(p.SCHEMA, "POST", "", "Create a schema (AMS: lower-case type, definition as a JSON object)", "AmsSchema",
+       body="AmsSchemaRequest", tag=TAG),
+    Op(p.SCHEMA, "PUT", "", "A new revision from AMS's shape (omitted type or schema: the current one)",
+       "AmsSchema", body="AmsSchemaUpdate", tag=TAG),
+    Op(p.SCHEMA, "POST", "validate", "Check a message against the schema (AMS: a JSON body, or Avro's base64 data)",
+       "AmsValidated", body="AmsMessage", tag=TAG),
+    Op(p.TOPIC, "POST", "attachSchema", "Attach a schema to the topic (AMS)", body="AttachSchemaRequest",
+       tag="topics"),
+    Op(p.TOPIC, "POST", "detachSchema", "Detach the topic's schema (AMS)", body="Empty", tag="topics"),
+)
+
+# Either JSON dialect: the enum's name, or its number (also as a decimal string), as core/schemas/model.py reads it.
+def _enum(names: list[str], top: int) -> Schema:
+    return {"anyOf": [{"enum": names}, {"type": "integer", "minimum": 1, "maximum": top},
+                      {"type": "string", "pattern": rf"^\s*0*[1-{top}]\s*$"}]}
+
+
+_TYPE = _enum(["PROTOCOL_BUFFER", "AVRO", "JSON_SCHEMA"], 3)
+_ENCODING = _enum(["JSON", "BINARY"], 2)
+# A schema (Google's Schema message); output-only fields are read and ignored in a request.
+_SCHEMA = obj({"name": STRING, "type": _TYPE, "definition": STRING, "revisionId": STRING,
+               "revisionCreateTime": TIMESTAMP}, ("type",))
+_LIST = obj({"schemas": array(ref("Schema")), "nextPageToken": STRING})
+_AMS_TYPE: Schema = {"type": "string", "pattern": "^([Jj][Ss][Oo][Nn]|[Aa][Vv][Rr][Oo])$"}
+
+REQUESTS: dict[str, Schema] = {
+    "CommitSchemaRequest": obj({"schema": ref("Schema"), "name": STRING}, ("schema",)),
+    "RollbackSchemaRequest": obj({"revisionId": {"type": "string", "minLength": 1}, "name": STRING},
+                                 ("revisionId",)),
+    "ValidateSchemaRequest": obj({"schema": ref("Schema"), "name": STRING, "parent": STRING}, ("schema",)),
+    "ValidateMessageRequest": obj({"name": STRING, "schema": ref("Schema"),
+                                   "message": {"type": "string", "format": "byte"}, "encoding": _ENCODING,
+                                   "parent": STRING}, ("encoding",)),
+    "AmsSchemaRequest": obj({"name": STRING, "type": _AMS_TYPE, "schema": {"type": "object"}}, ("type", "schema")),
+    "AmsSchemaUpdate": obj({"name": STRING, "type": _AMS_TYPE, "schema": {"type": "object"}}),
+    "AmsMessage": {"type": "object", "description": "a JSON schema validates this object; Avro its base64 `data`"},
+    "AttachSchemaRequest": obj({"schema": {"type": "string", "minLength": 1,
+                                           "description": "projects/{p}/schemas/{s} (AMS's leading slash allowed)"}},
+                               ("schema",)),
+}
+RESPONSES: dict[str, Schema] = {
+    "Schema": _SCHEMA,
+    "DeletedSchema": {"anyOf": [ref("Schema"), {"type": "object", "maxProperties": 0}]},
+    "ListSchemasResponse": _LIST,
+    "ListSchemaRevisionsResponse": _LIST,
+    "AmsSchema": obj({"uuid": STRING, "name": STRING, "type": {"enum": ["json", "avro", "protobuf"]},
+                      "schema": {"type": ["object", "string"]}}, ("uuid", "name", "type", "schema")),
+    "AmsValidated": obj({"message": STRING}, ("message",)),
+}
+
+PATH_PARAMETERS: dict[str, Schema] = {
+    # schemas/{id} or schemas/{id}@{revision} (core/schemas/model.py's split_revision)
+    "schema": {**RESOURCE_ID, "pattern": r"^[A-Za-z][A-Za-z0-9\-_.~+%]{2,254}(@[A-Za-z0-9\-_.~]*)?$",
+               "example": "fuzz-schema"},
+}
+QUERY: dict[str, Schema] = {
+    "schemaId": RESOURCE_ID,
+    "revisionId": {"type": "string", "description": "required unless the path names schemas/{id}@{revision}"},
+    "view": {"anyOf": [{"enum": ["SCHEMA_VIEW_UNSPECIFIED", "BASIC", "FULL", ""]},
+                       {"type": "integer", "minimum": 0, "maximum": 2}]},
+}
