@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator
 from pydantic.alias_generators import to_camel
 
 from chalicelib.core import limits
@@ -58,7 +58,7 @@ def _duration(value: str | None, field: str, low: float, high: float) -> str | N
 
 class SchemaSettings(Wire):
     schema_: str = Field(default="", alias="schema")
-    encoding: str | int | None = None
+    encoding: str | StrictInt | None = None  # a name or its number; never a boolean read as 1
     first_revision_id: str = ""
     last_revision_id: str = ""
 

@@ -118,3 +118,10 @@ def test_a_superscript_digit_where_a_number_may_stand_is_invalid_argument(stack:
     refused(requests.post(schemas, json={"type": "²", "definition": "{}"}, timeout=10), 400, "INVALID_ARGUMENT")
     refused(requests.get(f"{stack.url}/v1/users", params={"pageSize": "²"}, timeout=10), 400, "INVALID_ARGUMENT")
     assert requests.get(f"{stack.url}/v1/projects/{PROJECT}/schemas/{unique}", timeout=10).status_code == 404
+
+
+def test_a_boolean_schema_encoding_is_refused_and_nothing_is_created(stack: RunningStack, unique: str) -> None:
+    """A boolean ``encoding`` was read as the number 1 (JSON) and the topic created."""
+    topic = f"{stack.url}/v1/projects/{PROJECT}/topics/{unique}"
+    refused(requests.put(topic, json={"schemaSettings": {"encoding": True}}, timeout=10), 400, "INVALID_ARGUMENT")
+    assert requests.get(topic, timeout=10).status_code == 404
