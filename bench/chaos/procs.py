@@ -93,6 +93,7 @@ class LocalStack:
         env = {**os.environ, "PYTHONUNBUFFERED": "1", "METRO_AUTH": "open",
                "METRO_EMULATOR_PORT": str(self.emulator_port),
                "METRO_PORT": str(self.api_port if role == "api" else free_port()),
+               "METRO_AMS_PORT": str(free_port()),  # every Stack also serves the AMS dialect: one port each
                "METRO_PULL_WAIT_SECONDS": str(self.pull_wait_seconds),
                "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}
         if role == "emulator":
@@ -116,6 +117,7 @@ class LocalStack:
         proc.kill()
         killed = time.monotonic()
         proc.env["METRO_PORT"] = proc.env["METRO_PORT"] if role == "api" else str(free_port())
+        proc.env["METRO_AMS_PORT"] = str(free_port())
         proc.start()
         return killed
 
