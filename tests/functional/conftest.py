@@ -11,6 +11,7 @@ from moto import mock_aws
 
 from chalicelib.config import Config
 from chalicelib.local.bootstrap import bootstrap
+from chalicelib.local.moto_fixes import fix_moto
 from chalicelib.runtime import Services
 from chalicelib.service.context import Context
 from chalicelib.store import aws
@@ -25,6 +26,13 @@ class FakeClock:
 
     def advance(self, seconds: float) -> None:
         self.now += seconds
+
+
+@pytest.fixture(scope="session", autouse=True)
+def moto_as_metro_runs_it() -> None:
+    """The moto fixes Metro applies wherever it starts moto (local/moto_fixes.py), for every test: patched
+    once per process, so without this a test would see them or not depending on which tests ran before it."""
+    fix_moto()
 
 
 @pytest.fixture
