@@ -21,6 +21,7 @@ from chalicelib.core.accounts import Project, User
 from chalicelib.core.errors import AlreadyExists, NotFound
 from chalicelib.store import aws
 from chalicelib.store.errors import aws_errors, client_error, code_of
+from chalicelib.store.items import delete_existing
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import QueryInputTypeDef
@@ -77,14 +78,7 @@ class IdentityStore:
             raise client_error(exc, "PutProject") from exc
 
     def delete_project(self, name: str) -> None:
-        try:
-            with aws_errors("DeleteProject"):
-                self._ddb.delete_item(TableName=self._table, Key=_project_key(name),
-                                      ConditionExpression="attribute_exists(pk)")
-        except ClientError as exc:
-            if _conditions_failed(exc):
-                raise NotFound("Project doesn't exist") from None
-            raise client_error(exc, "DeleteProject") from exc
+        delete_existing(self._ddb, self._table, _project_key(name), "DeleteProject", "Project doesn't exist")
 
     def list_projects(self) -> list[Project]:
         return [Project.from_json(i["doc"]["S"]) for i in self._all(_PROJECTS)]

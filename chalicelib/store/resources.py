@@ -31,6 +31,7 @@ from chalicelib.core.records import SubscriptionRecord, TopicRecord
 from chalicelib.core.ttlcache import TtlCache
 from chalicelib.store import aws, paging
 from chalicelib.store.errors import aws_errors, client_error, code_of
+from chalicelib.store.items import delete_existing
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import ScanInputTypeDef, TransactWriteItemTypeDef
@@ -162,13 +163,7 @@ class ResourceStore:
     def delete_topic(self, name: Name) -> None:
         self._topics.drop(name.path)
         try:
-            with aws_errors("DeleteTopic"):
-                self._ddb.delete_item(TableName=self._table, Key=_topic_key(name),
-                                      ConditionExpression="attribute_exists(pk)")
-        except ClientError as exc:
-            if code_of(exc) == "ConditionalCheckFailedException":
-                raise NotFound("Topic not found") from None
-            raise client_error(exc, "DeleteTopic") from exc
+            delete_existing(self._ddb, self._table, _topic_key(name), "DeleteTopic", "Topic not found")
         finally:  # a reader may have cached the old record while the write ran
             self._topics.drop(name.path)
 

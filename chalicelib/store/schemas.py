@@ -28,6 +28,7 @@ from chalicelib.core.schemas.model import SchemaRecord, SchemaRevision, SchemaTy
 from chalicelib.core.ttlcache import TtlCache
 from chalicelib.store import aws, batch, paging
 from chalicelib.store.errors import aws_errors, client_error, code_of
+from chalicelib.store.items import delete_existing
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef, TransactWriteItemTypeDef, WriteRequestTypeDef
@@ -161,13 +162,7 @@ class SchemaStore:
         a schema created again under the name starts from a new head)."""
         self._revisions.drop(name.path)
         try:
-            with aws_errors("DeleteSchema"):
-                self._ddb.delete_item(TableName=self._table, Key=_head_key(name),
-                                      ConditionExpression="attribute_exists(pk)")
-        except ClientError as exc:
-            if code_of(exc) == "ConditionalCheckFailedException":
-                raise NotFound("Schema not found") from None
-            raise client_error(exc, "DeleteSchema") from exc
+            delete_existing(self._ddb, self._table, _head_key(name), "DeleteSchema", "Schema not found")
         finally:
             self._revisions.drop(name.path)
         items, _ = self._paged.page(f"schema#{name.path}", _REV, 0, "")
