@@ -7,6 +7,10 @@ keeps one poller thread per subscription. A poller waits out the subscription's 
 Lambda runs with a Lambda-shaped SQS event. Like Lambda, it never deletes or hands back a
 message itself: the handler acks (deletes) and nacks (changes visibility); a record reported in
 ``batchItemFailures`` stays as the handler left it.
+
+Like the event source mapping, it scales with the backlog: a full batch starts another poller
+for the subscription, up to ``push_max_concurrency`` (the mapping's maximum concurrency), and
+an extra poller ends when it receives nothing. An idle subscription costs one long poll.
 """
 
 from __future__ import annotations
@@ -64,6 +68,9 @@ class Source(Protocol):
     def batch_size(self) -> int: ...
 
     @property
+    def concurrency(self) -> int: ...
+
+    @property
     def config(self) -> Config: ...
 
     @property
@@ -77,23 +84,49 @@ class Source(Protocol):
 
 
 class Poller:
-    """Delivers one push subscription's queue, one batch at a time."""
+    """Delivers one push subscription's queue, one batch at a time per thread: a main thread for as long as the
+    subscription is push, and extra ones while there is a backlog."""
 
     def __init__(self, pump: Source, rec: SubscriptionRecord) -> None:
         self.pump = pump
         self.rec = rec
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self.run, name=f"metro-push-{rec.name[-40:]}", daemon=True)
+        self._extra: list[threading.Thread] = []
+        self._lock = threading.Lock()
+
+    def _running(self) -> bool:
+        return not self.stop.is_set() and not self.pump.stopped.is_set()
 
     def run(self) -> None:
         if self.pump.part:
             aws.set_part(self.pump.part)
-        while not self.stop.is_set() and not self.pump.stopped.is_set():
+        while self._running():
             try:
                 self.poll_once()
             except Exception:
                 log.exception("push poller for %s failed; retrying", self.rec.name)
                 self.stop.wait(1.0)
+
+    def scale_up(self) -> None:
+        """One more poller thread while the backlog lasts, up to the pump's concurrency."""
+        with self._lock:
+            self._extra = [t for t in self._extra if t.is_alive()]
+            if 1 + len(self._extra) >= self.pump.concurrency:
+                return
+            extra = threading.Thread(target=self._run_extra, name=f"{self.thread.name}-{len(self._extra) + 1}",
+                                     daemon=True)
+            self._extra.append(extra)
+        extra.start()
+
+    def _run_extra(self) -> None:
+        if self.pump.part:
+            aws.set_part(self.pump.part)
+        try:
+            while self._running() and self.poll_once():
+                pass
+        except Exception:  # the main thread carries on
+            log.exception("extra push poller for %s failed", self.rec.name)
 
     def poll_once(self) -> int:
         """Wait for the throttle, receive one batch and deliver it; returns the records handled."""
@@ -111,6 +144,8 @@ class Poller:
         messages = resp.get("Messages", [])
         if not messages:
             return 0
+        if len(messages) >= pump.batch_size:  # a backlog: another poller takes the next batch meanwhile
+            self.scale_up()
         arn = queue_arn(rec.queue_url, pump.config.region)
         event = {"Records": [lambda_record(m, arn, pump.config.region) for m in messages]}
         pump.handler(event, None)
@@ -126,6 +161,7 @@ class PushPump:
         self.refresh = refresh
         self.clock = clock
         self.batch_size = max(1, min(config.push_batch_size, 10))
+        self.concurrency = max(1, min(config.push_max_concurrency, 10))
         stores = Context.from_config(config, clock)
         self.push = stores.push
         self.resources = stores.resources

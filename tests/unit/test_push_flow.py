@@ -142,6 +142,7 @@ class Pump:
     config: Config
     clock: Clock
     batch_size: int = 10
+    concurrency: int = 1
     part: str = ""
     stopped: threading.Event = field(default_factory=threading.Event)
 
