@@ -33,13 +33,17 @@ LAMBDA_PLATFORM = ("--platform", "manylinux2014_x86_64", "--python-version", "3.
                    "--only-binary=:all:")
 
 
-def download(dest: Path) -> Path:
-    """Unpack the layer's pyarrow wheel for Lambda's platform into ``dest`` (a site-packages-like folder)."""
-    wheels = dest / "wheels"
-    subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--dest", str(wheels), *LAMBDA_PLATFORM,
-                    f"pyarrow=={LAYER_PYARROW}"], check=True)
+def download(dest: Path, wheels: Path | None = None) -> Path:
+    """Unpack the layer's pyarrow wheel for Lambda's platform into ``dest`` (a site-packages-like folder).
+
+    The wheel is fetched into ``wheels`` (``dest/wheels`` by default) unless it is there already, so a kept
+    folder downloads it once."""
+    wheels = wheels or dest / "wheels"
+    if not any(wheels.glob(f"pyarrow-{LAYER_PYARROW}-*.whl")):
+        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--retries", "5", "--timeout", "60",
+                        "--dest", str(wheels), *LAMBDA_PLATFORM, f"pyarrow=={LAYER_PYARROW}"], check=True)
     site = dest / "site"
-    for wheel in wheels.glob("*.whl"):
+    for wheel in wheels.glob(f"pyarrow-{LAYER_PYARROW}-*.whl"):
         with zipfile.ZipFile(wheel) as zf:
             zf.extractall(site)
     return site
