@@ -27,11 +27,10 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
-import requests
 import typer
 
+from bench.fuzz_seed import seed
 from chalicelib.api import openapi
 from tests.stack import ROOT, RunningStack, start_stack
 
@@ -40,9 +39,6 @@ OUT = ROOT / "bench" / "out"
 BASELINE = ROOT / "bench" / "fuzz-baseline.json"
 CHECKS = ("not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,"
           "negative_data_rejection,google_error_envelope")
-PROJECT, TOPIC, SUB, USER = "fuzz-project", "fuzz-topic", "fuzz-subscription", "fuzz-user"
-SCHEMA, SNAPSHOT = "fuzz-schema", "fuzz-snapshot"
-AVRO_RECORD = '{"type": "record", "name": "R", "fields": [{"name": "n", "type": "string"}]}'
 
 
 @dataclass
@@ -57,24 +53,6 @@ class ModeResult:
     summary: str = ""
 
 
-def seed(stack: RunningStack, headers: dict[str, str]) -> None:
-    """The resources the description's examples name, so the examples phase reaches real ones."""
-    def call(method: str, path: str, body: Any = None) -> None:
-        resp = requests.request(method, stack.url + path, json=body, headers=headers, timeout=30)
-        if resp.status_code >= 300 and resp.status_code != 409:
-            raise RuntimeError(f"seeding {method} {path}: {resp.status_code} {resp.text[:200]}")
-
-    call("POST", f"/v1/projects/{PROJECT}", {"description": "fuzzed"})
-    call("PUT", f"/v1/projects/{PROJECT}/topics/{TOPIC}", {})
-    call("PUT", f"/v1/projects/{PROJECT}/subscriptions/{SUB}", {"topic": f"projects/{PROJECT}/topics/{TOPIC}"})
-    call("POST", f"/v1/users/{USER}", {"projects": [{"project": PROJECT, "roles": ["consumer"]}]})
-    call("POST", f"/v1/projects/{PROJECT}/topics/{TOPIC}:publish",
-         {"messages": [{"data": "aGVsbG8=", "attributes": {"n": str(i)}} for i in range(20)]})
-    call("POST", f"/v1/projects/{PROJECT}/schemas?schemaId={SCHEMA}", {"type": "AVRO", "definition": AVRO_RECORD})
-    call("PUT", f"/v1/projects/{PROJECT}/snapshots/{SNAPSHOT}",
-         {"subscription": f"projects/{PROJECT}/subscriptions/{SUB}"})
-
-
 def run_schemathesis(stack: RunningStack, mode: str, examples: int, quick: bool, seed_value: int,
                      headers: dict[str, str], tally: Path, include: str) -> subprocess.CompletedProcess[str]:
     checks = CHECKS + (",ignored_auth" if mode == "keys" else "")
@@ -86,7 +64,8 @@ def run_schemathesis(stack: RunningStack, mode: str, examples: int, quick: bool,
         command += ["--include-path-regex", include]
     for name, value in headers.items():
         command += ["--header", f"{name}: {value}"]
-    env = {**os.environ, "SCHEMATHESIS_HOOKS": "bench.fuzz_checks", "METRO_FUZZ_TALLY": str(tally)}
+    env = {**os.environ, "SCHEMATHESIS_HOOKS": "bench.fuzz_checks", "METRO_FUZZ_TALLY": str(tally),
+           "METRO_FUZZ_URL": stack.url, **({"METRO_FUZZ_KEY": headers["x-api-key"]} if "x-api-key" in headers else {})}
     log = OUT / f"fuzz-{mode}.txt"
     print(f"==> schemathesis ({mode} mode, {examples} examples per operation); output in {log}", flush=True)
     with log.open("w") as out:
@@ -111,7 +90,7 @@ def fuzz_mode(mode: str, examples: int, quick: bool, seed_value: int, include: s
     started = time.monotonic()
     stack = start_stack(OUT / f"fuzz-{mode}-metro.log", extra_env=env)
     try:
-        seed(stack, headers)
+        seed(stack.url, headers)
         proc = run_schemathesis(stack, mode, examples, quick, seed_value, headers, tally, include)
     finally:
         stack.stop()

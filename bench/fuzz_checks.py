@@ -1,6 +1,8 @@
 """schemathesis hooks for `make fuzz` (loaded through SCHEMATHESIS_HOOKS=bench.fuzz_checks): the check that
 every error is Google's envelope with the status that goes with its HTTP code, and a tally of every answer
 (one line per response, appended to $METRO_FUZZ_TALLY) from which bench/fuzz.py counts requests and statuses.
+Generated names are steered onto the seeded resources, which are restored when a request destroys them
+(bench/fuzz_seed.py); the stack is $METRO_FUZZ_URL, with the admin key $METRO_FUZZ_KEY in keys mode.
 """
 
 from __future__ import annotations
@@ -10,6 +12,10 @@ import threading
 from typing import Any
 
 import schemathesis
+from hypothesis import strategies as st
+
+from bench.fuzz_seed import destroys_seeded_state, restore, steered
+from chalicelib.api.openapi import PATH_PARAMETERS
 
 # google.rpc.Code names and the HTTP status Google's REST APIs answer each with.
 GOOGLE_STATUS_CODES = {
@@ -55,3 +61,16 @@ def google_error_envelope(ctx: Any, response: Any, case: Any) -> bool | None:
     if problem:
         raise AssertionError(f"HTTP {response.status_code}: {problem}: {response.text[:200]!r}")
     return None
+
+
+@schemathesis.hook
+def flatmap_path_parameters(ctx: Any, path_parameters: dict[str, Any]) -> Any:
+    return st.sampled_from(steered(path_parameters, PATH_PARAMETERS))
+
+
+@schemathesis.hook
+def after_call(ctx: Any, case: Any, response: Any) -> None:
+    url = os.environ.get("METRO_FUZZ_URL")
+    if url and destroys_seeded_state(case.method, case.operation.path, response.status_code):
+        key = os.environ.get("METRO_FUZZ_KEY")
+        restore(url, {"x-api-key": key} if key else {})

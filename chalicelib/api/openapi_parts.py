@@ -50,6 +50,14 @@ def obj(properties: Schema, required: tuple[str, ...] = (), closed: bool = False
     return out
 
 
+def nullable_fields(schema: Schema) -> Schema:
+    """A request body whose fields may each be null: proto3 JSON reads null as the field's default."""
+    if "properties" not in schema:
+        return schema
+    props = {k: {"anyOf": [v, {"type": "null"}]} for k, v in schema["properties"].items()}
+    return {**schema, "properties": props}
+
+
 def array(items: Schema, **bounds: int) -> Schema:
     return {"type": "array", "items": items, **bounds}
 
@@ -62,3 +70,9 @@ TIMESTAMP: Schema = {"type": "string", "description": "RFC 3339, e.g. 2026-01-02
 # A resource id as core/names.py checks it (a topic, subscription, snapshot or schema id may not start with "goog").
 RESOURCE_ID: Schema = {"type": "string", "pattern": r"^[A-Za-z][A-Za-z0-9\-_.~+%]{2,254}$",
                        "not": {"pattern": "^[Gg][Oo][Oo][Gg]"}}
+
+
+def resource_name(collection: str) -> Schema:
+    """A full name in a request body, ``projects/{p}/{collection}/{id}``, as core/names.py's parse reads it."""
+    project, resource = r"[A-Za-z0-9][A-Za-z0-9\-_.:]{0,99}", r"[A-Za-z][A-Za-z0-9\-_.~+%]{2,254}"
+    return {"type": "string", "pattern": f"^projects/{project}/{collection}/{resource}$"}

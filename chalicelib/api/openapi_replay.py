@@ -17,8 +17,10 @@ from chalicelib.api.openapi_parts import (
     Op,
     Schema,
     array,
+    nullable_fields,
     obj,
     ref,
+    resource_name,
 )
 
 S, SNAP = "subscriptions", "snapshots"
@@ -49,12 +51,19 @@ _SEEK = obj({"state": {"enum": ["RUNNING", "SUCCEEDED", "SUPERSEDED", "FAILED"]}
             ("state", "restoredMessages", "background", "startTime"))
 _OFFSET = {"type": "integer", "description": "a publish time in epoch milliseconds"}
 
+# The examples name what `make fuzz` seeds (bench/fuzz_seed.py).
 REQUESTS: dict[str, Schema] = {
-    "CreateSnapshotRequest": obj({"subscription": {"type": "string", "minLength": 1}, "labels": STRING_MAP,
-                                  "tags": STRING_MAP, "name": STRING}, ("subscription",)),
-    "UpdateSnapshotRequest": obj({"snapshot": ref("Snapshot"), "updateMask": STRING}, ("updateMask",)),
-    "SeekRequest": {**obj({"time": TIMESTAMP, "snapshot": STRING, "subscription": STRING}),
-                    "description": "exactly one of time and snapshot"},
+    "CreateSnapshotRequest": {
+        **obj({"subscription": resource_name("subscriptions"), "labels": STRING_MAP, "tags": STRING_MAP,
+               "name": STRING}, ("subscription",)),
+        "example": {"subscription": "projects/fuzz-project/subscriptions/fuzz-subscription", "labels": {"k": "v"}}},
+    "UpdateSnapshotRequest": {**obj({"snapshot": nullable_fields(_SNAPSHOT), "updateMask": STRING}, ("updateMask",)),
+                              "example": {"snapshot": {"labels": {"k": "w"}}, "updateMask": "labels"}},
+    "SeekRequest": {**obj({"time": TIMESTAMP, "snapshot": resource_name("snapshots"), "subscription": STRING}),
+                    "oneOf": [{"required": ["time"], "properties": {"time": {"type": "string"}}},  # null: unset
+                              {"required": ["snapshot"], "properties": {"snapshot": {"type": "string"}}}],
+                    "description": "exactly one of time and snapshot",
+                    "example": {"snapshot": "projects/fuzz-project/snapshots/fuzz-snapshot"}},
     "ModifyOffsetRequest": obj({"offset": {"anyOf": [_OFFSET, {"type": "string"}]}}, ("offset",)),
 }
 RESPONSES: dict[str, Schema] = {

@@ -14,7 +14,7 @@ from chalicelib.api.openapi_parts import PAGE, RESOURCE_ID, STRING, TIMESTAMP, O
 TAG = "schemas"
 OPERATIONS: tuple[Op, ...] = (
     # -- Google's schema methods
-    Op(p.SCHEMAS, "POST", "", "Create a schema with its first revision", "Schema", body="Schema",
+    Op(p.SCHEMAS, "POST", "", "Create a schema with its first revision", "Schema", body="SchemaRequest",
        query=("schemaId",), required=("schemaId",), tag=TAG),
     Op(p.SCHEMAS, "GET", "", "List the project's schemas (view BASIC by default: no definition)",
        "ListSchemasResponse", query=(*PAGE, "view"), tag=TAG),
@@ -59,14 +59,17 @@ _ENCODING = _enum(["JSON", "BINARY"], 2)
 _SCHEMA = obj({"name": STRING, "type": _TYPE, "definition": STRING, "revisionId": STRING,
                "revisionCreateTime": TIMESTAMP}, ("type",))
 _LIST = obj({"schemas": array(ref("Schema")), "nextPageToken": STRING})
+_AVRO_EXAMPLE = '{"type": "record", "name": "R", "fields": [{"name": "n", "type": "string"}]}'
 _AMS_TYPE: Schema = {"type": "string", "pattern": "^([Jj][Ss][Oo][Nn]|[Aa][Vv][Rr][Oo])$"}
 
 REQUESTS: dict[str, Schema] = {
-    "CommitSchemaRequest": obj({"schema": ref("Schema"), "name": STRING}, ("schema",)),
+    "SchemaRequest": _SCHEMA,  # as a request body its fields may be null (api/openapi_schemas.py)
+    "CommitSchemaRequest": {**obj({"schema": ref("SchemaRequest"), "name": STRING}, ("schema",)),
+                            "example": {"schema": {"type": "AVRO", "definition": _AVRO_EXAMPLE}}},
     "RollbackSchemaRequest": obj({"revisionId": {"type": "string", "minLength": 1}, "name": STRING},
                                  ("revisionId",)),
-    "ValidateSchemaRequest": obj({"schema": ref("Schema"), "name": STRING, "parent": STRING}, ("schema",)),
-    "ValidateMessageRequest": obj({"name": STRING, "schema": ref("Schema"),
+    "ValidateSchemaRequest": obj({"schema": ref("SchemaRequest"), "name": STRING, "parent": STRING}, ("schema",)),
+    "ValidateMessageRequest": obj({"name": STRING, "schema": ref("SchemaRequest"),
                                    "message": {"type": "string", "format": "byte"}, "encoding": _ENCODING,
                                    "parent": STRING}, ("encoding",)),
     "AmsSchemaRequest": obj({"name": STRING, "type": _AMS_TYPE, "schema": {"type": "object"}}, ("type", "schema")),

@@ -11,19 +11,11 @@ from __future__ import annotations
 from pydantic.json_schema import models_json_schema
 
 from chalicelib.api import openapi_replay, openapi_schema_registry
-from chalicelib.api.openapi_parts import REF, STRING, STRING_MAP, STRINGS, Schema, array, obj, ref
+from chalicelib.api.openapi_parts import REF, STRING, STRING_MAP, STRINGS, Schema, array, nullable_fields, obj, ref
 from chalicelib.core import limits
 from chalicelib.core.models import PushConfig, Subscription, Topic
 
 AREAS = (openapi_schema_registry, openapi_replay)  # the areas described in modules of their own
-
-
-def _nullable(schema: Schema) -> Schema:
-    """A request body whose fields may each be null: proto3 JSON reads null as the field's default."""
-    if "properties" not in schema:
-        return schema
-    props = {k: {"anyOf": [v, {"type": "null"}]} for k, v in schema["properties"].items()}
-    return {**schema, "properties": props}
 
 
 EMAIL = r"^[^@\s]{1,64}@[^@\s]{1,255}$"  # as api/account_requests.py checks it ("" clears a user's email)
@@ -119,5 +111,5 @@ def components() -> dict[str, Schema]:
     for area in AREAS:
         out.update(area.RESPONSES)
     for requests in (_REQUESTS, *(area.REQUESTS for area in AREAS)):
-        out.update({name: _nullable(schema) for name, schema in requests.items()})
+        out.update({name: nullable_fields(schema) for name, schema in requests.items()})
     return out

@@ -20,6 +20,7 @@ from chalicelib.core.schemas.model import (
     parse_view,
     split_revision,
 )
+from chalicelib.core.timefmt import parse_timestamp
 
 _SCHEMA_FIELDS = {"name", "type", "definition", "revisionId", "revision_id", "revisionCreateTime",
                   "revision_create_time"}
@@ -51,7 +52,9 @@ def _only(body: dict[str, Any], allowed: set[str]) -> None:
 
 
 def _string(body: Mapping[str, Any], camel: str, snake: str) -> str:
-    value = body.get(camel, body.get(snake, ""))
+    value = body.get(camel, body.get(snake))
+    if value is None:  # absent, or null: proto3 JSON reads null as the default
+        return ""
     if not isinstance(value, str):
         raise InvalidArgument(f"Invalid value at '{snake}' (TYPE_STRING)")
     return value
@@ -61,6 +64,11 @@ def schema_spec(body: Any) -> SchemaSpec:
     """A Schema message: its type and definition (output-only fields are read and ignored)."""
     fields = _object(body, "schema")
     _only(fields, _SCHEMA_FIELDS)
+    _string(fields, "name", "name")
+    _string(fields, "revisionId", "revision_id")
+    created = _string(fields, "revisionCreateTime", "revision_create_time")
+    if created:
+        parse_timestamp(created, "revision_create_time")
     schema_type = parse_type(fields.get("type"))
     return SchemaSpec(schema_type, _string(fields, "definition", "definition"))
 
@@ -74,9 +82,12 @@ def create_request(body: Any, params: Mapping[str, str], project: str) -> tuple[
 
 
 def wrapped_schema(body: Any) -> SchemaSpec:
-    """``{"schema": {...}}`` of :commit and schemas:validate (a ``name`` in it is ignored, as Google does)."""
+    """``{"schema": {...}}`` of :commit and schemas:validate (a ``name`` or ``parent`` string in it is ignored, as
+    Google does: the URL names the schema)."""
     fields = _object(body, "request")
     _only(fields, {"schema", "name", "parent"})
+    _string(fields, "name", "name")
+    _string(fields, "parent", "parent")
     return schema_spec(fields.get("schema") or {})
 
 

@@ -32,6 +32,8 @@ def seek_request(body: Any, subscription: Name) -> SeekRequest:
     unknown = set(fields) - {"time", "snapshot", "subscription"}
     if unknown:
         raise InvalidArgument(f'Invalid JSON payload received. Unknown name "{sorted(unknown)[0]}": Cannot find field.')
+    if not isinstance(fields.get("subscription", ""), (str, type(None))):  # the URL names it: a string is ignored
+        raise InvalidArgument("Invalid value at 'subscription' (TYPE_STRING)")
     time, snapshot = fields.get("time"), fields.get("snapshot")
     if time is not None and snapshot is not None:
         raise InvalidArgument("Invalid JSON payload received. Only one of time and snapshot may be set.")

@@ -66,8 +66,10 @@ def test_snapshot_expiry_is_seven_days_less_the_oldest_backlog_age() -> None:
 def test_seek_request_needs_exactly_one_target() -> None:
     assert seek_request({"time": "2026-01-01T00:00:00.5Z"}, SUB).time == pytest.approx(1767225600.5)
     assert seek_request({"snapshot": SNAP.path}, SUB).snapshot == SNAP
+    assert seek_request({"snapshot": SNAP.path, "time": None, "subscription": SUB.path}, SUB).snapshot == SNAP
     bad_bodies: list[object] = [{}, {"time": "2026-01-01T00:00:00Z", "snapshot": SNAP.path}, {"time": "yesterday"},
-                                {"snapshot": "projects/p/topics/t"}, {"bogus": 1}, []]
+                                {"snapshot": "projects/p/topics/t"}, {"bogus": 1}, [],
+                                {"snapshot": SNAP.path, "subscription": {}}]  # found by make fuzz: was accepted
     for bad in bad_bodies:
         with pytest.raises(InvalidArgument):
             seek_request(bad, SUB)
