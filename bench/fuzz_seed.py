@@ -27,18 +27,19 @@ AVRO_RECORD = '{"type": "record", "name": "R", "fields": [{"name": "n", "type": 
 
 
 def seed(url: str, headers: dict[str, str]) -> None:
-    """Create every seeded resource that does not exist (409s are fine) and publish a few messages."""
-    def call(method: str, path: str, body: Any = None) -> None:
+    """Create every seeded resource that does not exist (409s are fine); a new subscription gets a few messages."""
+    def call(method: str, path: str, body: Any = None) -> bool:
         resp = requests.request(method, url + path, json=body, headers=headers, timeout=30)
         if resp.status_code >= 300 and resp.status_code != 409:
             raise RuntimeError(f"seeding {method} {path}: {resp.status_code} {resp.text[:200]}")
+        return resp.status_code < 300
 
     call("POST", f"/v1/projects/{PROJECT}", {"description": "fuzzed"})
     call("PUT", f"/v1/projects/{PROJECT}/topics/{TOPIC}", {})
-    call("PUT", f"/v1/projects/{PROJECT}/subscriptions/{SUB}", {"topic": f"projects/{PROJECT}/topics/{TOPIC}"})
+    if call("PUT", f"/v1/projects/{PROJECT}/subscriptions/{SUB}", {"topic": f"projects/{PROJECT}/topics/{TOPIC}"}):
+        call("POST", f"/v1/projects/{PROJECT}/topics/{TOPIC}:publish",
+             {"messages": [{"data": "aGVsbG8=", "attributes": {"n": str(i)}} for i in range(20)]})
     call("POST", f"/v1/users/{USER}", {"projects": [{"project": PROJECT, "roles": ["consumer"]}]})
-    call("POST", f"/v1/projects/{PROJECT}/topics/{TOPIC}:publish",
-         {"messages": [{"data": "aGVsbG8=", "attributes": {"n": str(i)}} for i in range(20)]})
     call("POST", f"/v1/projects/{PROJECT}/schemas?schemaId={SCHEMA}", {"type": "AVRO", "definition": AVRO_RECORD})
     call("PUT", f"/v1/projects/{PROJECT}/snapshots/{SNAPSHOT}",
          {"subscription": f"projects/{PROJECT}/subscriptions/{SUB}"})

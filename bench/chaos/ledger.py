@@ -37,6 +37,7 @@ class SubscriptionBook:
     first: set[str] = field(default_factory=set)  # keys delivered at least once
     acked: set[str] = field(default_factory=set)  # keys whose acknowledgement was confirmed
     unsure: set[str] = field(default_factory=set)  # keys whose acknowledgement went out unconfirmed
+    settled: set[str] = field(default_factory=set)  # acked | unsure, kept for flow control
     seen_ids: set[str] = field(default_factory=set)
     acked_ids: set[str] = field(default_factory=set)
     after_ack: int = 0
@@ -98,15 +99,19 @@ class Ledger:
         """The subscription confirmed this acknowledgement (a 2xx to acknowledge, or to a push)."""
         book = self.books[sub]
         book.acked.add(key)
+        book.settled.add(key)
         book.acked_ids.add(message_id)
 
     def acknowledge_unconfirmed(self, sub: str, key: str) -> None:
         """An acknowledgement of ``key`` went out and its answer was lost or refused."""
         self.books[sub].unsure.add(key)
+        self.books[sub].settled.add(key)
 
     def outstanding(self) -> int:
-        """About how many published keys the slowest subscription has not acknowledged yet (flow control; O(1))."""
-        return len(self.published) - min((len(b.acked) for b in self.books.values()), default=0)
+        """About how many published keys the slowest subscription has not settled yet (flow control; O(1)). An
+        unconfirmed acknowledgement counts as settled: such a message may never come back, and counting it as
+        outstanding would stall the publishers once the unconfirmed ones filled the window."""
+        return len(self.published) - min((len(b.settled) for b in self.books.values()), default=0)
 
     def drained(self) -> bool:
         """Every published key was acknowledged (or its acknowledgement went out) on every subscription."""
