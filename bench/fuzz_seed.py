@@ -38,7 +38,7 @@ def seed(url: str, headers: dict[str, str]) -> None:
     call("PUT", f"/v1/projects/{PROJECT}/topics/{TOPIC}", {})
     if call("PUT", f"/v1/projects/{PROJECT}/subscriptions/{SUB}", {"topic": f"projects/{PROJECT}/topics/{TOPIC}"}):
         call("POST", f"/v1/projects/{PROJECT}/topics/{TOPIC}:publish",
-             {"messages": [{"data": "aGVsbG8=", "attributes": {"n": str(i)}} for i in range(20)]})
+             {"messages": [{"data": "aGVsbG8=", "attributes": {"n": str(i)}} for i in range(5)]})
     call("POST", f"/v1/users/{USER}", {"projects": [{"project": PROJECT, "roles": ["consumer"]}]})
     call("POST", f"/v1/projects/{PROJECT}/schemas?schemaId={SCHEMA}", {"type": "AVRO", "definition": AVRO_RECORD})
     call("PUT", f"/v1/projects/{PROJECT}/snapshots/{SNAPSHOT}",
