@@ -138,7 +138,10 @@ def set_policy_request(body: Any, collection: str) -> AclRequest:
     if fields.get("policy") is None:  # REQUIRED in Google's SetIamPolicyRequest: no body must not clear an ACL
         raise InvalidArgument("Invalid value at 'policy': a policy is required.")
     policy = _object(fields["policy"])
-    bindings = policy.get("bindings") or []
+    _policy_version(policy.get("version"), "policy.version")
+    bindings = policy.get("bindings")
+    if bindings is None:
+        bindings = []
     if not isinstance(bindings, list):
         raise InvalidArgument("Invalid value at 'policy.bindings': a list is expected.")
     names_out: list[str] = []
@@ -150,10 +153,32 @@ def set_policy_request(body: Any, collection: str) -> AclRequest:
         if fields.get("condition"):
             raise InvalidArgument("Conditional role bindings are not supported.")
         names_out.extend(_members(fields))
-    etag = policy.get("etag", "")
+    etag = policy.get("etag")
+    if etag is None:
+        etag = ""
     if not isinstance(etag, str):
         raise InvalidArgument("Invalid value at 'policy.etag'.")
     return AclRequest(tuple(dict.fromkeys(names_out)), etag)
+
+
+def get_policy_request(body: Any) -> None:
+    """``:getIamPolicy``'s optional ``{"options": {"requestedPolicyVersion": n}}``: checked, then ignored (every
+    version reads the same: Metro's policies have no conditions)."""
+    if body is None:
+        return
+    options = _object(body).get("options")
+    if options is not None:
+        options = _object(options)
+        _policy_version(options.get("requestedPolicyVersion", options.get("requested_policy_version")),
+                        "options.requested_policy_version")
+
+
+def _policy_version(value: Any, where: str) -> None:
+    """An int32 in proto3 JSON: a number or a decimal string (never a boolean)."""
+    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+        return
+    if not (isinstance(value, str) and re.fullmatch(r"-?[0-9]{1,10}", value)):
+        raise InvalidArgument(f"Invalid value at '{where}' (TYPE_INT32)")
 
 
 def permissions_request(body: Any) -> PermissionsQuery:

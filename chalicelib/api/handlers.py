@@ -144,6 +144,7 @@ def modify_acl(name: Name, incoming: Incoming) -> Result:
 
 
 def get_iam_policy(name: Name, incoming: Incoming) -> Result:
+    account_requests.get_policy_request(incoming.body)
     return services().access.policy(name)
 
 

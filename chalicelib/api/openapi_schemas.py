@@ -40,8 +40,9 @@ _MESSAGE = obj({"data": {"type": "string", "format": "byte"}, "attributes": STRI
                  "messageId": STRING, "publishTime": STRING})
 _RECEIVED = obj({"ackId": STRING, "message": ref("PubsubMessage"), "deliveryAttempt": {"type": "integer"}},
                  ("ackId", "message"))
-_POLICY = obj({"version": {"type": "integer"}, "etag": STRING,
-                "bindings": array(obj({"role": STRING, "members": STRINGS, "condition": {"type": "object"}}))})
+_BINDINGS = array(obj({"role": STRING, "members": STRINGS, "condition": {"type": "object"}}))
+_POLICY = obj({"version": {"type": "integer"}, "etag": STRING, "bindings": _BINDINGS})
+INT32 = {"anyOf": [{"type": "integer"}, {"type": "string", "pattern": "^-?[0-9]{1,10}$"}]}  # proto3 JSON reads both
 _PROJECT_ROLES = obj({"project": STRING, "roles": STRINGS, "topics": STRINGS, "subscriptions": STRINGS})
 _AMS_PROJECT = obj({"name": STRING, "created_on": STRING, "modified_on": STRING, "created_by": STRING,
                      "description": STRING})
@@ -64,8 +65,9 @@ _REQUESTS: dict[str, Schema] = {
     "ModifyPushConfigRequest": obj({"pushConfig": ref("PushConfig")}),
     "Empty": obj({}),
     "AclRequest": obj({"authorized_users": STRINGS}),
-    "GetIamPolicyRequest": obj({"options": obj({"requestedPolicyVersion": {"type": "integer"}})}),
-    "SetIamPolicyRequest": obj({"policy": ref("Policy")}, ("policy",)),
+    "GetIamPolicyRequest": obj({"options": nullable_fields(obj({"requestedPolicyVersion": INT32}))}),
+    "PolicyRequest": obj({"version": INT32, "etag": STRING, "bindings": _BINDINGS}),
+    "SetIamPolicyRequest": obj({"policy": ref("PolicyRequest")}, ("policy",)),
     "TestIamPermissionsRequest": obj({"permissions": STRINGS}),
     "ProjectRequest": obj({"description": STRING}),
     "PushIdentitiesRequest": obj({"service_accounts": array({"type": "string", "pattern": EMAIL})}),

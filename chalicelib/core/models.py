@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError, field_validator
 from pydantic.alias_generators import to_camel
 
 from chalicelib.core import limits
@@ -69,7 +69,7 @@ class Topic(Wire):
     message_storage_policy: dict[str, Any] | None = None
     kms_key_name: str = ""
     schema_settings: SchemaSettings | None = None
-    satisfies_pzs: bool = False
+    satisfies_pzs: StrictBool = False
     message_retention_duration: str | None = None
     state: str | int | None = None
 
@@ -87,7 +87,7 @@ class OidcToken(Wire):
 
 
 class NoWrapper(Wire):
-    write_metadata: bool = False
+    write_metadata: StrictBool = False
 
 
 class PushConfig(Wire):
@@ -139,7 +139,7 @@ class AmsPush(Wire):
     authorization_type: str = "disabled"
     authorization_value: str = ""
     verification_hash: str = ""
-    verified: bool = False
+    verified: StrictBool = False
 
 
 class Subscription(Wire):
@@ -149,16 +149,16 @@ class Subscription(Wire):
     bigquery_config: dict[str, Any] | None = None
     cloud_storage_config: dict[str, Any] | None = None
     ack_deadline_seconds: int = 0
-    retain_acked_messages: bool = False
+    retain_acked_messages: StrictBool = False
     message_retention_duration: str | None = None
     labels: dict[str, str] = Field(default_factory=dict)
-    enable_message_ordering: bool = False
+    enable_message_ordering: StrictBool = False
     expiration_policy: ExpirationPolicy | None = None
     filter: str = ""
     dead_letter_policy: DeadLetterPolicy | None = None
     retry_policy: RetryPolicy | None = None
-    detached: bool = False
-    enable_exactly_once_delivery: bool = False
+    detached: StrictBool = False
+    enable_exactly_once_delivery: StrictBool = False
     topic_message_retention_duration: str | None = None
     state: str | int | None = None
     ams_push: AmsPush | None = None
