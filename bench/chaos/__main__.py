@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import signal
 import sys
 import threading
@@ -71,6 +72,9 @@ def chaos(
 ) -> None:
     """Publish MESSAGES while the API and the pumps are killed and restarted at random; exit 1 on a failed verdict."""
     stack = LocalStack(OUT / "chaos-logs", fault_rate=fault_rate)
+    sqs_trace = OUT / "chaos-logs" / "sqs-trace.jsonl"  # the emulator's side of the ordered trace (sqs_trace.py)
+    sqs_trace.unlink(missing_ok=True)
+    os.environ["METRO_CHAOS_SQS_TRACE"] = str(sqs_trace)
     plan = Plan(messages=messages, publishers=publishers, pullers=pullers)
     started = time.monotonic()
     console.print(f"starting emulator, API and pumps (fault rate {fault_rate:.0%}); logs in {stack.workdir}")

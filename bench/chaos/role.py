@@ -1,7 +1,8 @@
 """``python -m bench.chaos.role {emulator,api,pump}``: one part of the local stack as its own process, so that a
 fault run can kill the API or the pumps while the emulator keeps the state.
 
-- ``emulator``: moto's server with Metro's speed-ups (chalicelib/local/moto_speedups.py) on METRO_EMULATOR_PORT;
+- ``emulator``: moto's server with Metro's speed-ups (chalicelib/local/moto_speedups.py) on METRO_EMULATOR_PORT,
+  tracing its FIFO queues when METRO_CHAOS_SQS_TRACE names a file (bench/chaos/sqs_trace.py);
 - ``api``: the Chalice app over HTTP on METRO_PORT against AWS_ENDPOINT_URL, no pumps;
 - ``pump``: the trigger pump, the push pump and the maintenance schedule against AWS_ENDPOINT_URL, no API.
 
@@ -18,9 +19,11 @@ import threading
 
 
 def _emulator() -> None:
+    from bench.chaos import sqs_trace
     from chalicelib.local.server import start_emulator
 
     start_emulator("127.0.0.1", int(os.environ["METRO_EMULATOR_PORT"]))
+    sqs_trace.install()  # after the fixes: it records what the fixed emulator does
     print("ready", flush=True)
     threading.Event().wait()
 
