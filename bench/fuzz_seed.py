@@ -8,7 +8,7 @@ Names drawn from a path parameter's pattern almost never exist, so without help 
 - `steered` lets a valid generated name be swapped for the seeded one (Hypothesis picks either), so every phase
   reaches real resources as well as missing ones; an invalid name is left alone, so negative requests stay
   negative;
-- `restore_after` seeds again after a request that destroyed part of that state (a DELETE or a `:detach`
+- `restore` seeds again after a request that destroyed part of that state (a DELETE or a `:detach`
   answered 2xx), so an operation tested early does not starve the ones tested after it.
 """
 
@@ -19,11 +19,12 @@ from typing import Any
 
 import requests
 
-PROJECT, TOPIC, SUB, USER = "fuzz-project", "fuzz-topic", "fuzz-subscription", "fuzz-user"
-SCHEMA, SNAPSHOT = "fuzz-schema", "fuzz-snapshot"
-SEEDED = {"project": PROJECT, "topic": TOPIC, "subscription": SUB, "user": USER, "schema": SCHEMA,
-          "snapshot": SNAPSHOT}
-AVRO_RECORD = '{"type": "record", "name": "R", "fields": [{"name": "n", "type": "string"}]}'
+from chalicelib.api.openapi import PATH_PARAMETERS
+from chalicelib.api.openapi_schema_registry import AVRO_EXAMPLE
+
+SEEDED = {name: schema["example"] for name, schema in PATH_PARAMETERS.items() if "example" in schema}
+PROJECT, TOPIC, SUB, USER = SEEDED["project"], SEEDED["topic"], SEEDED["subscription"], SEEDED["user"]
+SCHEMA, SNAPSHOT = SEEDED["schema"], SEEDED["snapshot"]
 
 
 def seed(url: str, headers: dict[str, str]) -> None:
@@ -40,7 +41,7 @@ def seed(url: str, headers: dict[str, str]) -> None:
         call("POST", f"/v1/projects/{PROJECT}/topics/{TOPIC}:publish",
              {"messages": [{"data": "aGVsbG8=", "attributes": {"n": str(i)}} for i in range(5)]})
     call("POST", f"/v1/users/{USER}", {"projects": [{"project": PROJECT, "roles": ["consumer"]}]})
-    call("POST", f"/v1/projects/{PROJECT}/schemas?schemaId={SCHEMA}", {"type": "AVRO", "definition": AVRO_RECORD})
+    call("POST", f"/v1/projects/{PROJECT}/schemas?schemaId={SCHEMA}", {"type": "AVRO", "definition": AVRO_EXAMPLE})
     call("PUT", f"/v1/projects/{PROJECT}/snapshots/{SNAPSHOT}",
          {"subscription": f"projects/{PROJECT}/subscriptions/{SUB}"})
 

@@ -36,7 +36,7 @@ def install() -> bool:
         queue = self.get_queue(queue_name)
         got = receive(self, queue_name, count, wait_seconds_timeout, visibility_timeout, *args, **kwargs)
         if got and queue.fifo_queue:
-            in_flight = sorted(g for g in queue.pending_message_groups)
+            in_flight = sorted(queue.pending_message_groups)
             write([round(time.time(), 4), "receive", queue_name, visibility_timeout, in_flight,
                    [[m.group_id, m.deduplication_id, m.approximate_receive_count] for m in got]])
         return got

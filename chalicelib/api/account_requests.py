@@ -11,6 +11,7 @@ from typing import Any
 from chalicelib.core import names
 from chalicelib.core.accounts import ACL_ROLE, MEMBER_PREFIX, ProjectRoles
 from chalicelib.core.errors import InvalidArgument
+from chalicelib.core.fields import int_field
 from chalicelib.core.identity import PROJECT_ROLES, SERVICE_ROLES
 from chalicelib.core.requests import (
     AclRequest,
@@ -138,7 +139,7 @@ def set_policy_request(body: Any, collection: str) -> AclRequest:
     if fields.get("policy") is None:  # REQUIRED in Google's SetIamPolicyRequest: no body must not clear an ACL
         raise InvalidArgument("Invalid value at 'policy': a policy is required.")
     policy = _object(fields["policy"])
-    _policy_version(policy.get("version"), "policy.version")
+    int_field(policy, "version", "version")
     bindings = policy.get("bindings")
     if bindings is None:
         bindings = []
@@ -169,16 +170,7 @@ def get_policy_request(body: Any) -> None:
     options = _object(body).get("options")
     if options is not None:
         options = _object(options)
-        _policy_version(options.get("requestedPolicyVersion", options.get("requested_policy_version")),
-                        "options.requested_policy_version")
-
-
-def _policy_version(value: Any, where: str) -> None:
-    """An int32 in proto3 JSON: a number or a decimal string (never a boolean)."""
-    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
-        return
-    if not (isinstance(value, str) and re.fullmatch(r"-?[0-9]{1,10}", value)):
-        raise InvalidArgument(f"Invalid value at '{where}' (TYPE_INT32)")
+        int_field(options, "requestedPolicyVersion", "requested_policy_version")
 
 
 def permissions_request(body: Any) -> PermissionsQuery:

@@ -34,7 +34,7 @@ import re
 from typing import Any
 
 from chalicelib.api import permissions as p
-from chalicelib.api.openapi_parts import RESOURCE_ID, Op, Schema, ref
+from chalicelib.api.openapi_parts import PROJECT_ID, RESOURCE_ID, Op, Schema, ref
 from chalicelib.api.openapi_schemas import AREAS, components
 
 TITLE = "Metro: Google Cloud Pub/Sub REST v1 and ARGO Messaging Service API"
@@ -126,7 +126,7 @@ OPERATIONS: tuple[Op, ...] = (
 # Path parameters as core/names.py and api/account_requests.py check them; the examples name the resources
 # `make fuzz` creates before it starts.
 PATH_PARAMETERS: dict[str, Schema] = {
-    "project": {"type": "string", "pattern": r"^[A-Za-z0-9][A-Za-z0-9\-_.:]{0,99}$", "example": "fuzz-project"},
+    "project": {**PROJECT_ID, "example": "fuzz-project"},
     "topic": {**RESOURCE_ID, "example": "fuzz-topic"},
     "subscription": {**RESOURCE_ID, "example": "fuzz-subscription"},
     "user": {"type": "string", "pattern": r"^[A-Za-z0-9][A-Za-z0-9._@+\-]{0,99}$", "example": "fuzz-user"},

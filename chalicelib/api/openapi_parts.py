@@ -67,12 +67,12 @@ STRING: Schema = {"type": "string"}
 STRINGS = array(STRING)
 STRING_MAP: Schema = {"type": "object", "additionalProperties": STRING}
 TIMESTAMP: Schema = {"type": "string", "description": "RFC 3339, e.g. 2026-01-02T03:04:05.678Z"}
-# A resource id as core/names.py checks it (a topic, subscription, snapshot or schema id may not start with "goog").
-RESOURCE_ID: Schema = {"type": "string", "pattern": r"^[A-Za-z][A-Za-z0-9\-_.~+%]{2,254}$",
-                       "not": {"pattern": "^[Gg][Oo][Oo][Gg]"}}
+# Ids as core/names.py checks them (a topic, subscription, snapshot or schema id may not start with "goog").
+_PROJECT, _RESOURCE = r"[A-Za-z0-9][A-Za-z0-9\-_.:]{0,99}", r"[A-Za-z][A-Za-z0-9\-_.~+%]{2,254}"
+PROJECT_ID: Schema = {"type": "string", "pattern": f"^{_PROJECT}$"}
+RESOURCE_ID: Schema = {"type": "string", "pattern": f"^{_RESOURCE}$", "not": {"pattern": "^[Gg][Oo][Oo][Gg]"}}
 
 
 def resource_name(collection: str) -> Schema:
     """A full name in a request body, ``projects/{p}/{collection}/{id}``, as core/names.py's parse reads it."""
-    project, resource = r"[A-Za-z0-9][A-Za-z0-9\-_.:]{0,99}", r"[A-Za-z][A-Za-z0-9\-_.~+%]{2,254}"
-    return {"type": "string", "pattern": f"^projects/{project}/{collection}/{resource}$"}
+    return {"type": "string", "pattern": f"^projects/{_PROJECT}/{collection}/{_RESOURCE}$"}

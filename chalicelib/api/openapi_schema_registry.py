@@ -59,13 +59,13 @@ _ENCODING = _enum(["JSON", "BINARY"], 2)
 _SCHEMA = obj({"name": STRING, "type": _TYPE, "definition": STRING, "revisionId": STRING,
                "revisionCreateTime": TIMESTAMP}, ("type",))
 _LIST = obj({"schemas": array(ref("Schema")), "nextPageToken": STRING})
-_AVRO_EXAMPLE = '{"type": "record", "name": "R", "fields": [{"name": "n", "type": "string"}]}'
+AVRO_EXAMPLE = '{"type": "record", "name": "R", "fields": [{"name": "n", "type": "string"}]}'
 _AMS_TYPE: Schema = {"type": "string", "pattern": "^([Jj][Ss][Oo][Nn]|[Aa][Vv][Rr][Oo])$"}
 
 REQUESTS: dict[str, Schema] = {
     "SchemaRequest": _SCHEMA,  # as a request body its fields may be null (api/openapi_schemas.py)
     "CommitSchemaRequest": {**obj({"schema": ref("SchemaRequest"), "name": STRING}, ("schema",)),
-                            "example": {"schema": {"type": "AVRO", "definition": _AVRO_EXAMPLE}}},
+                            "example": {"schema": {"type": "AVRO", "definition": AVRO_EXAMPLE}}},
     "RollbackSchemaRequest": obj({"revisionId": {"type": "string", "minLength": 1}, "name": STRING},
                                  ("revisionId",)),
     "ValidateSchemaRequest": obj({"schema": ref("SchemaRequest"), "name": STRING, "parent": STRING}, ("schema",)),
