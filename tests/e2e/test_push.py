@@ -169,11 +169,13 @@ def test_switching_between_push_and_pull_loses_nothing(api: Api, webhook: Webhoo
     published: list[str] = []
     pulled: list[str] = []
     mode = {"pull": False}
-    done = threading.Event()
+    switched, done = threading.Event(), threading.Event()
 
     def publisher() -> None:
-        for i in range(40):
+        i = 0
+        while not switched.is_set():
             published.extend(api.publish(*(b"m%d-%d" % (i, j) for j in range(5))))
+            i += 1
             time.sleep(0.1)
         done.set()
 
@@ -185,14 +187,26 @@ def test_switching_between_push_and_pull_loses_nothing(api: Api, webhook: Webhoo
                 pulled.extend(http.pull_and_ack(name))
             time.sleep(0.05)
 
+    def delivered(pull: bool) -> int:
+        return len(pulled) if pull else len(hook.requests)
+
     threads = [threading.Thread(target=publisher), threading.Thread(target=puller)]
     for t in threads:
         t.start()
-    for switch_to_pull in (True, False, True, False):
-        time.sleep(1.0)
-        resp = api.modify(name, {} if switch_to_pull else {"pushEndpoint": hook.url})
-        assert resp.status_code == 200 and resp.json() == {}
-        mode["pull"] = switch_to_pull
+    # Each phase lasts until its own way has delivered something new: a switch reaches a warm push handler
+    # only when its copy of the subscription expires, so fixed-length phases may never see a pull at all.
+    try:
+        for switch_to_pull in (True, False, True, False):
+            before = delivered(switch_to_pull)
+            resp = api.modify(name, {} if switch_to_pull else {"pushEndpoint": hook.url})
+            assert resp.status_code == 200 and resp.json() == {}
+            mode["pull"] = switch_to_pull
+            end = time.monotonic() + 20
+            while time.monotonic() < end and delivered(switch_to_pull) == before:
+                time.sleep(0.1)
+            assert delivered(switch_to_pull) > before, f"nothing delivered by {'pull' if switch_to_pull else 'push'}"
+    finally:
+        switched.set()
     done.wait(30)
     threads[1].join(10)
     end = time.monotonic() + 30
