@@ -7,8 +7,13 @@ benchmarks, ``make chaos``). Unlike the speed-ups (moto_speedups.py) they cannot
    then re-checks the group against the messages still in flight: when several messages of one group
    expired together (a receive whose answer was lost, a puller that died), the scan skips all but the last
    of them and delivers that one first. SQS redelivers them in order. The fix takes every expired message
-   out of flight before the scan, so the group's first message leads. Found by ``make chaos``
-   (ordering violations on the ordered subscription after injected receive timeouts).
+   out of flight before the scan, so the group's first message leads, and a FIFO receive judges every
+   message's visibility at the one instant it started: moto reads the clock afresh for each message, and
+   the leases of one receive end a few microseconds apart (one clock reading per message), so a lease
+   that ended while the scan ran still freed its group mid-scan, after the scan had skipped the group's
+   earlier messages as held. Found by ``make chaos`` (ordering violations on the ordered subscription
+   after injected receive timeouts, then 9 first deliveries of one ordering key after later ones in a
+   100,000-message run).
 2. Concurrent receives on a FIFO queue. moto's receive is not atomic: two receives running at once each
    see the group free and each takes part of it, so two pullers hold one ordering key's messages at once
    (found by ``make chaos`` with two pullers on the ordered subscription). SQS hands a group to one receive
@@ -21,6 +26,11 @@ benchmarks, ``make chaos``). Unlike the speed-ups (moto_speedups.py) they cannot
    the list (an acknowledged publish is lost). Found by ``make race``: messages acknowledged within their
    deadline delivered again with their receive count one higher. The fix runs ``delete_message`` under the
    lock ``add_message`` takes.
+4. The groups in flight, read while other requests change them. moto builds a FIFO receive's set of
+   groups in flight by iterating the queue's in-flight set while deletes and visibility changes on other
+   server threads add to it and remove from it: ``RuntimeError: Set changed size during iteration``, a
+   500 for the receive (twice in a 100,000-message ``make chaos`` run). The fix reads a copy of the set,
+   taken in one step.
 """
 
 
@@ -32,15 +42,40 @@ import time
 from typing import Any
 
 FIFO_POLL_SECONDS = 0.05
+_instant = threading.local()  # ms: the instant the running FIFO receive judges visibility at (this thread)
 
 
 @functools.cache
 def fix_moto() -> bool:
     """Apply the fixes in this process (once); returns whether they are in place."""
+    _visibility_at_the_receive_instant()
     _release_expired_before_receive()
     _one_fifo_receive_at_a_time()
     _delete_under_the_queue_lock()
+    _groups_in_flight_from_a_copy()
     return True
+
+
+@functools.cache
+def _sqs_models() -> Any:
+    import moto.sqs.models as sqs_models
+
+    return sqs_models
+
+
+def _sqs_clock_ms() -> float:
+    """moto's SQS clock, as installed now (the speed-ups and the tests replace it)."""
+    return float(_sqs_models().unix_time_millis())
+
+
+def _visibility_at_the_receive_instant() -> None:
+    from moto.sqs.models import Message
+
+    def visible(self: Any) -> bool:
+        now = getattr(_instant, "ms", None)
+        return bool((_sqs_clock_ms() if now is None else now) > self.visible_at)
+
+    setattr(Message, "visible", property(visible))  # noqa: B010
 
 
 def _release_expired_before_receive() -> None:
@@ -50,7 +85,7 @@ def _release_expired_before_receive() -> None:
 
     def receive_message(self: Any, queue_name: str, *args: Any, **kwargs: Any) -> Any:
         pending = self.get_queue(queue_name).pending_messages
-        for message in list(pending):
+        for message in pending.copy():
             if message.visible:
                 pending.discard(message)
         return original(self, queue_name, *args, **kwargs)
@@ -77,7 +112,11 @@ def _one_fifo_receive_at_a_time() -> None:
         deadline = time.monotonic() + (wait_seconds_timeout or 0)
         while True:
             with lock_of(queue):
-                got = original(self, queue_name, count, 0, visibility_timeout, *args, **kwargs)
+                _instant.ms = _sqs_clock_ms()
+                try:
+                    got = original(self, queue_name, count, 0, visibility_timeout, *args, **kwargs)
+                finally:
+                    _instant.ms = None
             if got or time.monotonic() >= deadline:
                 return got
             time.sleep(FIFO_POLL_SECONDS)
@@ -95,3 +134,12 @@ def _delete_under_the_queue_lock() -> None:
             unlocked(self, receipt_handle)
 
     setattr(Queue, "delete_message", delete_message)  # noqa: B010 (mypy refuses assigning to a method)
+
+
+def _groups_in_flight_from_a_copy() -> None:
+    from moto.sqs.models import Queue
+
+    def pending_message_groups(self: Any) -> set[str]:
+        return {m.group_id for m in self._pending_messages.copy() if m.group_id is not None}
+
+    setattr(Queue, "pending_message_groups", property(pending_message_groups))  # noqa: B010

@@ -32,6 +32,38 @@ def test_fifo_group_comes_back_in_order_after_its_visibility_timeout(monkeypatch
         assert [m["Body"] for m in again] == ["m0", "m1", "m2"]
 
 
+def test_a_lease_ending_during_a_receive_does_not_let_the_group_jump_ahead(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The leases of one receive end a clock tick apart (moto reads the clock per message). Whatever instant
+    the next receive starts at, relative to those ends, the group's first message leads."""
+    import moto.sqs.models as sqs_models
+
+    clock = {"ms": 1_800_000_000_000.0}
+
+    def ticking(dt: Any = None) -> float:  # every reading advances the clock a little, as the real one does
+        clock["ms"] += 0.01
+        return clock["ms"]
+
+    monkeypatch.setattr(sqs_models, "unix_time_millis", ticking)
+    fix_moto()
+    with mock_aws():
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        for early in range(0, 60):  # start the receive this many ticks before the last lease ends
+            url = sqs.create_queue(QueueName=f"ordered-{early}.fifo", Attributes={
+                "FifoQueue": "true", "ContentBasedDeduplication": "true"})["QueueUrl"]
+            sqs.send_message_batch(QueueUrl=url, Entries=[
+                {"Id": str(i), "MessageBody": f"m{i}", "MessageGroupId": "key"} for i in range(10)])
+            sqs.send_message_batch(QueueUrl=url, Entries=[
+                {"Id": str(i), "MessageBody": f"m{i}", "MessageGroupId": "key"} for i in range(10, 14)])
+            lost = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=5)["Messages"]
+            assert len(lost) == 10  # an answer that never arrived: the ten leases end one by one
+            queue = sqs_models.sqs_backends["123456789012"]["us-east-1"].get_queue(url.rsplit("/", 1)[1])
+            last_end = max(m.visible_at for m in queue._messages)
+            clock["ms"] = last_end - early * 0.01
+            got = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=5).get("Messages", [])
+            bodies = [m["Body"] for m in got]
+            assert not bodies or bodies[0] == "m0", f"{early} ticks early: {bodies}"
+
+
 def test_concurrent_receives_never_split_a_fifo_group(monkeypatch: pytest.MonkeyPatch) -> None:
     import time
 
