@@ -1,7 +1,10 @@
 """Topics and subscriptions in Google's JSON shape, validated on the way in.
 
 Field names are snake_case in Python and camelCase on the wire; both spellings are accepted,
-as protobuf JSON parsers accept them. Unknown fields are refused with INVALID_ARGUMENT.
+as protobuf JSON parsers accept them. Unknown fields are refused with INVALID_ARGUMENT. Booleans are JSON
+true and false only, as in proto3's JSON mapping (``StrictBool``). The one boolean read elsewhere, pull's
+``returnImmediately`` (core/fields.bool_field), also takes the strings "true" and "false": the AMS dialect
+shares that request, and argo-ams-library sends them.
 """
 
 from __future__ import annotations
