@@ -108,10 +108,17 @@ def test_dead_letter_topic_deleted_later_keeps_the_message(sched_stack: RunningS
     assert list(subscriber.pull(subscription=sub, max_messages=1).received_messages) == []  # parked
     log = sched_stack.log_path.read_text()
     assert '"DeadLetterTopicMissing":[1.0]' in log and f'"Subscription":"{sub}"' in log
-    publisher.create_topic(name=dlt)  # the topic is back: the parked message is forwarded on the next try
-    subscriber.create_subscription(request={"name": dead, "topic": dlt})
+    # The policy is mended: it names a topic that exists and has a subscription, made first (a message
+    # forwarded to a topic before its subscription exists is not that subscription's, as in Google's).
+    mended = f"projects/{PROJECT}/topics/dl-mended"
+    publisher.create_topic(name=mended)
+    subscriber.create_subscription(request={"name": dead, "topic": mended})
+    subscriber.update_subscription(request={
+        "subscription": {"name": sub, "dead_letter_policy": {"dead_letter_topic": mended,
+                                                             "max_delivery_attempts": 5}},
+        "update_mask": {"paths": ["dead_letter_policy"]}})
     got = []
-    end = time.monotonic() + 20
+    end = time.monotonic() + 30
     while not got and time.monotonic() < end:
         assert list(subscriber.pull(subscription=sub, max_messages=1, return_immediately=True).received_messages) == []
         got = list(subscriber.pull(subscription=dead, max_messages=1).received_messages)
