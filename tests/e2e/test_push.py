@@ -169,7 +169,7 @@ def test_switching_between_push_and_pull_loses_nothing(api: Api, webhook: Webhoo
     published: list[str] = []
     pulled: list[str] = []
     mode = {"pull": False}
-    switched, done = threading.Event(), threading.Event()
+    switched, done, pulled_some = threading.Event(), threading.Event(), threading.Event()
 
     def publisher() -> None:
         i = 0
@@ -184,11 +184,11 @@ def test_switching_between_push_and_pull_loses_nothing(api: Api, webhook: Webhoo
         http.__dict__.update(api.__dict__, http=requests.Session())
         while not done.is_set() or mode["pull"]:
             if mode["pull"]:
-                pulled.extend(http.pull_and_ack(name))
+                got = http.pull_and_ack(name)
+                pulled.extend(got)
+                if got:
+                    pulled_some.set()
             time.sleep(0.05)
-
-    def delivered(pull: bool) -> int:
-        return len(pulled) if pull else len(hook.requests)
 
     threads = [threading.Thread(target=publisher), threading.Thread(target=puller)]
     for t in threads:
@@ -197,14 +197,15 @@ def test_switching_between_push_and_pull_loses_nothing(api: Api, webhook: Webhoo
     # only when its copy of the subscription expires, so fixed-length phases may never see a pull at all.
     try:
         for switch_to_pull in (True, False, True, False):
-            before = delivered(switch_to_pull)
+            pushed_before = len(hook.requests)
+            pulled_some.clear()
             resp = api.modify(name, {} if switch_to_pull else {"pushEndpoint": hook.url})
             assert resp.status_code == 200 and resp.json() == {}
             mode["pull"] = switch_to_pull
-            end = time.monotonic() + 20
-            while time.monotonic() < end and delivered(switch_to_pull) == before:
-                time.sleep(0.1)
-            assert delivered(switch_to_pull) > before, f"nothing delivered by {'pull' if switch_to_pull else 'push'}"
+            if switch_to_pull:
+                assert pulled_some.wait(20), "nothing delivered by pull"
+            else:
+                assert len(hook.wait_for(pushed_before + 1, 20)) > pushed_before, "nothing delivered by push"
     finally:
         switched.set()
     done.wait(30)
