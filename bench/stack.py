@@ -272,7 +272,9 @@ class BenchStack:
         tokens. Call it between scenarios only, while no request is in flight.
         """
         admin_key = secrets.token_urlsafe(32)
-        with self.settings({"METRO_AUTH": "keys", "METRO_ADMIN_KEY": admin_key}):
+        # keys mode refuses the built-in ack secret: one of its own, fresh per run
+        with self.settings({"METRO_AUTH": "keys", "METRO_ADMIN_KEY": admin_key,
+                            "METRO_ACK_SECRET": secrets.token_urlsafe(32)}):
             yield admin_key
 
     @contextlib.contextmanager

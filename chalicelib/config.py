@@ -16,7 +16,7 @@ def log_level() -> str:
 
 
 MAX_AUTH_CACHE_SECONDS = 60.0
-LOCAL_ACK_SECRET = "metro-local-secret"  # local mode only: a deployed Metro refuses to start with it
+LOCAL_ACK_SECRET = "metro-local-secret"  # local open mode only: keys mode and a deployed Metro refuse it
 
 
 def _auth_mode() -> str:
@@ -27,6 +27,18 @@ def _auth_mode() -> str:
 
 def _auth_cache_seconds() -> float:
     return min(max(float(_env("METRO_AUTH_CACHE_SECONDS", "30")), 0.0), MAX_AUTH_CACHE_SECONDS)
+
+
+def _push_strict() -> bool:
+    """METRO_PUSH_STRICT when it is set (``0`` opts a keys-mode stack out); otherwise on whenever keys are on."""
+    raw = _env("METRO_PUSH_STRICT", "").strip().lower()
+    return raw not in ("0", "false") if raw else _auth_mode() == "keys"
+
+
+def _own_ports() -> tuple[int, ...]:
+    """The ports of the local stack: the API, the AMS dialect's HTTPS endpoint and the AWS emulator."""
+    return tuple(int(_env(name, default)) for name, default in
+                 (("METRO_PORT", "8085"), ("METRO_AMS_PORT", "8443"), ("METRO_EMULATOR_PORT", "4566")))
 
 
 @dataclass(frozen=True)
@@ -120,15 +132,28 @@ class Config:
     push_batch_size: int = field(default_factory=lambda: int(_env("METRO_PUSH_BATCH_SIZE", "10")))
     push_max_concurrency: int = field(default_factory=lambda: int(_env("METRO_PUSH_MAX_CONCURRENCY", "5")))
     # The deployed push-endpoint rules in local mode too: https only, public addresses only (the allow list
-    # aside), and service accounts only from push_service_accounts (docs/security.md).
-    push_strict: bool = field(default_factory=lambda: _env("METRO_PUSH_STRICT", "0") not in ("0", "false", ""))
-    # Service accounts that oidcToken.serviceAccountEmail may name (comma separated). Empty: any in local mode
-    # without METRO_PUSH_STRICT, none deployed or strict.
-    push_service_accounts: tuple[str, ...] = field(default_factory=lambda: tuple(
-        e.strip().lower() for e in _env("METRO_PUSH_SERVICE_ACCOUNTS", "").split(",") if e.strip()))
+    # aside), and service accounts only from push_service_accounts (docs/security.md). On by default in keys mode.
+    push_strict: bool = field(default_factory=_push_strict)
+    # Ports no push endpoint may use, whatever the rules (core/endpoints.Reserved; the AWS endpoint's too).
+    own_ports: tuple[int, ...] = field(default_factory=_own_ports)
+    # Service accounts that oidcToken.serviceAccountEmail may name (comma separated): ``project=email`` assigns
+    # one to a project, a plain ``email`` lets any project name it in open mode only (core/push_identities.py).
+    # Empty: any in local open mode without METRO_PUSH_STRICT, none deployed or strict.
+    push_service_accounts: tuple[str, ...] = field(default_factory=lambda: _service_accounts(
+        _env("METRO_PUSH_SERVICE_ACCOUNTS", "")))
     # How long resolving a push endpoint's host may take (API requests and deliveries).
     push_dns_timeout_seconds: float = field(default_factory=lambda: float(_env("METRO_PUSH_DNS_TIMEOUT_SECONDS",
                                                                                 "3")))
+
+
+def _service_accounts(raw: str) -> tuple[str, ...]:
+    """``email`` and ``project=email`` entries (comma separated), the emails in lower case."""
+    out = []
+    for item in (i.strip() for i in raw.split(",")):
+        project, _, email = item.rpartition("=")
+        if email.strip():
+            out.append(f"{project.strip()}={email.strip().lower()}" if project.strip() else email.strip().lower())
+    return tuple(out)
 
 
 @dataclass(frozen=True)

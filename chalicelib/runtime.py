@@ -54,14 +54,18 @@ class Services:
 
 
 def check_secrets(cfg: config.Config) -> None:
-    """Refuse to start with an unknown auth mode, keys mode without a real admin key, or a deployed Metro on
-    the built-in local secret; warn about a deployed stage left open."""
+    """Refuse to start with an unknown auth mode, keys mode without a real admin key or on the built-in (or an
+    empty) ack secret, or a deployed Metro on the built-in local secret; warn about a deployed stage left open."""
     if cfg.auth_mode not in ("open", "keys"):
         raise RuntimeError(f"METRO_AUTH must be 'open' or 'keys', not {cfg.auth_mode!r}")
     if cfg.auth_mode == "keys" and len(cfg.admin_key) < MIN_ADMIN_KEY_CHARS:
         raise RuntimeError(f"METRO_AUTH=keys needs METRO_ADMIN_KEY, the service admin's token "
                            f"(at least {MIN_ADMIN_KEY_CHARS} characters; e.g. python -c "
                            "'import secrets; print(secrets.token_urlsafe(32))')")
+    if cfg.auth_mode == "keys" and cfg.ack_secret in (b"", config.LOCAL_ACK_SECRET.encode()):
+        raise RuntimeError("METRO_AUTH=keys needs METRO_ACK_SECRET, a secret of its own: it keys the stored token "
+                           "hashes, page tokens and ack ids, and the built-in local default is public (e.g. python "
+                           "-c 'import secrets; print(secrets.token_urlsafe(32))')")
     if cfg.deployed and cfg.ack_secret == config.LOCAL_ACK_SECRET.encode():
         raise RuntimeError("METRO_ACK_SECRET must be set to a real secret when deployed (METRO_MODE=aws)")
     if cfg.deployed and cfg.auth_mode == "open":

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import os
+import secrets
 import socket
 import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from chalicelib.config import LOCAL_ACK_SECRET
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -38,11 +41,17 @@ class RunningStack:
 
 
 def stack_env(port: int, emulator_port: int, extra_env: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment of a stack serving on ``port`` with its emulator on ``emulator_port``."""
+    """The environment of a stack serving on ``port`` with its emulator on ``emulator_port``.
+
+    A stack in keys mode gets an ack secret of its own, fresh per run, unless one is given: Metro refuses keys
+    mode on the built-in one (chalicelib/runtime.check_secrets)."""
     env = {**os.environ, "METRO_PORT": str(port), "METRO_EMULATOR_PORT": str(emulator_port),
            "METRO_AMS_PORT": str(free_port()),
            "METRO_PULL_WAIT_SECONDS": "2", "PYTHONUNBUFFERED": "1", **(extra_env or {})}
     env.pop("AWS_ENDPOINT_URL", None)
+    keys = env.get("METRO_AUTH", "").strip().lower() == "keys"
+    if keys and env.get("METRO_ACK_SECRET", "") in ("", LOCAL_ACK_SECRET):
+        env["METRO_ACK_SECRET"] = secrets.token_urlsafe(32)
     return env
 
 

@@ -13,9 +13,11 @@ from typing import Any
 
 from chalicelib.api import ams_schemas, handlers, permissions, requests
 from chalicelib.api.handlers import Handler, Incoming, Result
+from chalicelib.api.references import authorized
 from chalicelib.core import ams, names, offsets
 from chalicelib.core.errors import InvalidArgument
 from chalicelib.core.fields import int_field
+from chalicelib.core.identity import Action, allowed
 from chalicelib.core.models import AmsPush, Subscription, Topic
 from chalicelib.core.names import Name
 from chalicelib.core.records import SubscriptionRecord
@@ -27,12 +29,18 @@ _SUBSCRIPTION_FIELDS = {"name", "topic", "ackDeadlineSeconds", "ack_deadline_sec
 
 
 # -- rendering ------------------------------------------------------------------------------------------
-def subscription_wire(rec: SubscriptionRecord) -> dict[str, Any]:
+def shows_push_secret(incoming: Incoming, project: str) -> bool:
+    """Whether the caller sees the generated push authorization value of ``project``'s subscriptions: its
+    project_admins and the service_admins do; a consumer, who may read the subscription too, does not."""
+    return allowed(incoming.principal, Action.PROJECT_ADMIN, project)
+
+
+def subscription_wire(rec: SubscriptionRecord, show_secret: bool = False) -> dict[str, Any]:
     spec = rec.spec
     endpoint = spec.push_config.push_endpoint if spec.push_config is not None else ""
     push = spec.ams_push if spec.ams_push is not None else AmsPush(verified=True)  # made through Google's API
     return {"name": ams.ams_name(spec.name), "topic": ams.ams_name(spec.topic),
-            "pushConfig": ams.push_config_wire(endpoint, push), "ackDeadlineSeconds": spec.ack_deadline,
+            "pushConfig": ams.push_config_wire(endpoint, push, show_secret), "ackDeadlineSeconds": spec.ack_deadline,
             "createdOn": format_timestamp(rec.created)}
 
 
@@ -53,9 +61,9 @@ def create_topic(name: Name, incoming: Incoming) -> Result:
     """AMS's body is empty, or ``{"schema": "projects/p/schemas/s"}``."""
     body = incoming.body or {}
     if isinstance(body, dict) and set(body) == {"schema"}:
-        topic = Topic(schema_settings=ams_schemas.settings_for(body["schema"]))
+        topic = Topic(schema_settings=ams_schemas.settings_for(incoming, body["schema"]))
     else:
-        topic = requests.topic_request(body, name)
+        topic = authorized(incoming, requests.topic_request(body, name))
     return topic_wire(services().admin.create_topic(name, topic))
 
 
@@ -93,18 +101,20 @@ def _subscription(body: Any, name: Name) -> Subscription:
 
 def create_subscription(name: Name, incoming: Incoming) -> Result:
     body = incoming.body
-    subscription = _subscription(body, name)
+    subscription = authorized(incoming, _subscription(body, name))
     push = ams.push_request(body.get("pushConfig", body.get("push_config")))
-    return subscription_wire(services().ams.create_subscription(name, subscription, push))
+    made = services().ams.create_subscription(name, subscription, push)
+    return subscription_wire(made, shows_push_secret(incoming, name.project))
 
 
 def get_subscription(name: Name, incoming: Incoming) -> Result:
-    return subscription_wire(services().admin.get_subscription(name))
+    return subscription_wire(services().admin.get_subscription(name), shows_push_secret(incoming, name.project))
 
 
 def list_subscriptions(project: str, incoming: Incoming) -> Result:
     page = services().admin.list_subscriptions(project, requests.page_request(incoming.params))
-    return _page_wire("subscriptions", [subscription_wire(rec) for rec in page.items], page.next_page_token)
+    shown = shows_push_secret(incoming, project)
+    return _page_wire("subscriptions", [subscription_wire(rec, shown) for rec in page.items], page.next_page_token)
 
 
 def pull(name: Name, incoming: Incoming) -> Result:

@@ -16,11 +16,13 @@ from typing import Any
 
 from chalicelib.api import requests
 from chalicelib.api.handlers import Incoming, Result
+from chalicelib.api.references import authorize_name
 from chalicelib.api.schema_requests import SchemaRef
 from chalicelib.core import ams, names
 from chalicelib.core.errors import InvalidArgument
 from chalicelib.core.models import SchemaSettings
 from chalicelib.core.names import Name
+from chalicelib.core.references import READ_SCHEMA
 from chalicelib.core.responses import EMPTY
 from chalicelib.core.schemas.model import Encoding, SchemaRecord, SchemaSpec, SchemaType, ValidateMessageRequest
 from chalicelib.runtime import services
@@ -100,19 +102,19 @@ def list_schemas(project: str, incoming: Incoming) -> Result:
 
 
 # -- topics -------------------------------------------------------------------------------------------------
-def settings_for(schema: object) -> SchemaSettings:
+def settings_for(incoming: Incoming, schema: object) -> SchemaSettings:
     """A topic's schema settings for AMS's ``{"schema": "projects/p/schemas/s"}``: JSON messages for a JSON
-    schema, binary ones for Avro (as AMS publishes them)."""
+    schema, binary ones for Avro (as AMS publishes them). The caller must be allowed to read that schema."""
     if not isinstance(schema, str) or not schema:
         raise InvalidArgument("Invalid schema: a schema name (projects/{p}/schemas/{s}) is required")
-    name = names.parse(str(ams.google_name(schema)), "schemas")
+    name = authorize_name(incoming, "schema", names.parse(str(ams.google_name(schema)), "schemas"), READ_SCHEMA)
     schema_type = services().schemas.record(name).head.type
     encoding = Encoding.JSON if schema_type is SchemaType.JSON_SCHEMA else Encoding.BINARY
     return SchemaSettings.model_validate({"schema": name.path, "encoding": encoding.value})
 
 
 def attach_schema(name: Name, incoming: Incoming) -> Result:
-    services().topic_schemas.attach(name, settings_for(_object(incoming.body).get("schema")))
+    services().topic_schemas.attach(name, settings_for(incoming, _object(incoming.body).get("schema")))
     return EMPTY
 
 

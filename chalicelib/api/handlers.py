@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from chalicelib.api import account_requests, requests, snapshot_requests
+from chalicelib.api.references import authorized
 from chalicelib.core.identity import OPEN_PRINCIPAL, Principal
 from chalicelib.core.models import Subscription
 from chalicelib.core.names import Name
@@ -39,7 +40,7 @@ def reported(rec: SubscriptionRecord) -> Subscription:
 
 # -- topics ---------------------------------------------------------------------------------------------
 def create_topic(name: Name, incoming: Incoming) -> Result:
-    return services().admin.create_topic(name, requests.topic_request(incoming.body, name))
+    return services().admin.create_topic(name, authorized(incoming, requests.topic_request(incoming.body, name)))
 
 
 def get_topic(name: Name, incoming: Incoming) -> Result:
@@ -47,7 +48,7 @@ def get_topic(name: Name, incoming: Incoming) -> Result:
 
 
 def patch_topic(name: Name, incoming: Incoming) -> Result:
-    return services().admin.patch_topic(name, requests.update_topic_request(incoming.body, name))
+    return services().admin.patch_topic(name, authorized(incoming, requests.update_topic_request(incoming.body, name)))
 
 
 def delete_topic(name: Name, incoming: Incoming) -> Result:
@@ -69,7 +70,8 @@ def topic_subscriptions(name: Name, incoming: Incoming) -> Result:
 
 # -- subscriptions --------------------------------------------------------------------------------------
 def create_subscription(name: Name, incoming: Incoming) -> Result:
-    return reported(services().admin.create_subscription(name, requests.subscription_request(incoming.body, name)))
+    request = authorized(incoming, requests.subscription_request(incoming.body, name))
+    return reported(services().admin.create_subscription(name, request))
 
 
 def get_subscription(name: Name, incoming: Incoming) -> Result:
@@ -77,7 +79,7 @@ def get_subscription(name: Name, incoming: Incoming) -> Result:
 
 
 def patch_subscription(name: Name, incoming: Incoming) -> Result:
-    request = requests.update_subscription_request(incoming.body, name)
+    request = authorized(incoming, requests.update_subscription_request(incoming.body, name))
     return reported(services().admin.patch_subscription(name, request))
 
 
@@ -99,7 +101,8 @@ def modify_ack_deadline(name: Name, incoming: Incoming) -> Result:
 
 
 def modify_push_config(name: Name, incoming: Incoming) -> Result:
-    services().admin.modify_push_config(name, requests.modify_push_config_request(incoming.body, name))
+    request = authorized(incoming, requests.modify_push_config_request(incoming.body, name))
+    services().admin.modify_push_config(name, request)
     return EMPTY
 
 
@@ -113,7 +116,7 @@ def subscription_metrics(name: Name, incoming: Incoming) -> Result:
 
 
 def seek(name: Name, incoming: Incoming) -> Result:
-    return services().seek.seek(name, snapshot_requests.seek_request(incoming.body, name))
+    return services().seek.seek(name, authorized(incoming, snapshot_requests.seek_request(incoming.body, name)))
 
 
 def seek_status(name: Name, incoming: Incoming) -> Result:

@@ -9,13 +9,13 @@ values that are already valid.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from chalicelib.core import limits
 from chalicelib.core.errors import InvalidArgument
 from chalicelib.core.fields import bool_field, int_field
 from chalicelib.core.messages import parse_publish
-from chalicelib.core.models import PushConfig, Subscription, Topic, mask_paths, parse_model
+from chalicelib.core.models import PushConfig, Subscription, Topic, Wire, mask_paths, parse_model
 from chalicelib.core.names import Name
 from chalicelib.core.requests import (
     AcknowledgeRequest,
@@ -27,6 +27,8 @@ from chalicelib.core.requests import (
     UpdateSubscriptionRequest,
     UpdateTopicRequest,
 )
+
+M = TypeVar("M", bound=Wire)
 
 # Update mask paths (snake_case, as Google names them) -> the field of the resource model they replace.
 TOPIC_UPDATABLE = {
@@ -66,6 +68,11 @@ def _same_name(given: object, name: Name) -> None:
         raise InvalidArgument(f"The name in the body ({given}) does not match the URL ({name.path}).")
 
 
+def _masked(model: M, mask: list[str]) -> M:
+    """Only the fields an update mask names (the rest of a patch body is ignored, so it names nothing)."""
+    return type(model).model_construct(**{field: getattr(model, field) for field in mask})
+
+
 def _only_fields(body: dict[str, Any], allowed: set[str]) -> None:
     unknown = set(body) - allowed
     if unknown:
@@ -94,7 +101,7 @@ def update_topic_request(body: Any, name: Name) -> UpdateTopicRequest:
     topic = parse_model(Topic, _or_empty(fields.get("topic")), "topic")
     mask = mask_paths(fields.get("updateMask", fields.get("update_mask")), TOPIC_UPDATABLE, "UpdateTopicRequest")
     _same_name(topic.name, name)
-    return UpdateTopicRequest(topic, tuple(mask))
+    return UpdateTopicRequest(_masked(topic, mask), tuple(mask))
 
 
 def update_subscription_request(body: Any, name: Name) -> UpdateSubscriptionRequest:
@@ -103,7 +110,7 @@ def update_subscription_request(body: Any, name: Name) -> UpdateSubscriptionRequ
     mask = mask_paths(fields.get("updateMask", fields.get("update_mask")), SUBSCRIPTION_UPDATABLE,
                       "UpdateSubscriptionRequest")
     _same_name(subscription.name, name)
-    return UpdateSubscriptionRequest(subscription, tuple(mask))
+    return UpdateSubscriptionRequest(_masked(subscription, mask), tuple(mask))
 
 
 def modify_push_config_request(body: Any, name: Name) -> ModifyPushConfigRequest:

@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping
 
 from chalicelib.api import requests
 from chalicelib.api.handlers import Incoming, Result
+from chalicelib.api.references import authorized
 from chalicelib.api.schema_requests import (
     SchemaRef,
     create_request,
@@ -42,7 +43,7 @@ def validate_schema(project: str, incoming: Incoming) -> Result:
 
 
 def validate_message(project: str, incoming: Incoming) -> Result:
-    services().schemas.validate_message(project, validate_message_request(incoming.body))
+    services().schemas.validate_message(project, authorized(incoming, validate_message_request(incoming.body)))
     return EMPTY
 
 

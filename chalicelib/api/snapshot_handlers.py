@@ -6,13 +6,15 @@ from collections.abc import Mapping
 
 from chalicelib.api import requests, snapshot_requests
 from chalicelib.api.handlers import CollectionHandler, Handler, Incoming, Result
+from chalicelib.api.references import authorized
 from chalicelib.core.names import Name
 from chalicelib.core.responses import EMPTY
 from chalicelib.runtime import services
 
 
 def create_snapshot(name: Name, incoming: Incoming) -> Result:
-    return services().snapshots.create(name, snapshot_requests.create_snapshot_request(incoming.body, name))
+    request = authorized(incoming, snapshot_requests.create_snapshot_request(incoming.body, name))
+    return services().snapshots.create(name, request)
 
 
 def get_snapshot(name: Name, incoming: Incoming) -> Result:
@@ -20,7 +22,8 @@ def get_snapshot(name: Name, incoming: Incoming) -> Result:
 
 
 def patch_snapshot(name: Name, incoming: Incoming) -> Result:
-    return services().snapshots.patch(name, snapshot_requests.update_snapshot_request(incoming.body, name))
+    request = authorized(incoming, snapshot_requests.update_snapshot_request(incoming.body, name))
+    return services().snapshots.patch(name, request)
 
 
 def delete_snapshot(name: Name, incoming: Incoming) -> Result:

@@ -53,11 +53,7 @@ def create_snapshot_request(body: Any, name: Name) -> CreateSnapshotRequest:
     parsed = parse_model(CreateSnapshotBody, fields, "snapshot")
     if not parsed.subscription:
         raise InvalidArgument("The subscription of the snapshot must be set.")
-    subscription = names.parse(parsed.subscription, "subscriptions")
-    if subscription.project != name.project:
-        raise InvalidArgument(f"The snapshot {name.path} must be in the same project as the subscription "
-                              f"{subscription.path}.")
-    return CreateSnapshotRequest(subscription, parsed.labels)
+    return CreateSnapshotRequest(names.parse(parsed.subscription, "subscriptions"), parsed.labels)
 
 
 def update_snapshot_request(body: Any, name: Name) -> UpdateSnapshotRequest:

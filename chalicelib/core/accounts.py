@@ -90,18 +90,22 @@ class User:
 @dataclass(frozen=True)
 class UserView:
     """A user as a response shows it: the token only right after it was made (create, refresh), the ACL
-    memberships per project, and the service-wide fields only for a service admin (AMS's unprivileged view)."""
+    memberships per project, and the service-wide fields only for a service admin (AMS's unprivileged view).
+    ``project``, when set, is the one project shown: a project admin sees a member's roles and ACL entries in
+    that project only, never in the member's other projects."""
 
     user: User
     token: str = ""
     privileged: bool = True
     acl_entries: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = field(default_factory=dict)
+    project: str = ""
 
     def to_wire(self) -> dict[str, Any]:
         u = self.user
         projects = [{"project": p.project, "roles": list(p.roles),
                      "topics": list(self.acl_entries.get(p.project, ((), ()))[0]),
-                     "subscriptions": list(self.acl_entries.get(p.project, ((), ()))[1])} for p in u.projects]
+                     "subscriptions": list(self.acl_entries.get(p.project, ((), ()))[1])}
+                    for p in u.projects if not self.project or p.project == self.project]
         out: dict[str, Any] = {"uuid": u.uuid, "projects": projects, "name": u.name}
         for key in ("first_name", "last_name", "organization", "description"):
             if getattr(u, key):

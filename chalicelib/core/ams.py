@@ -9,11 +9,12 @@ policy onto Google's (``linear``: the period, ``slowstart``: exponential from 1 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from chalicelib.core import limits
-from chalicelib.core.errors import InvalidArgument
+from chalicelib.core.errors import Aborted, InvalidArgument
 from chalicelib.core.fields import int_field
 from chalicelib.core.models import AmsPush, PushConfig, RetryPolicy
 from chalicelib.core.timefmt import format_duration
@@ -101,14 +102,46 @@ def google_push_config(request: AmsPushRequest) -> PushConfig | None:
     return PushConfig(push_endpoint=request.endpoint) if request.endpoint else None
 
 
+# -- verification and the generated authorization value, whichever dialect changes the push config ---------
+def fresh_push(push: AmsPush, secret: Callable[[], str]) -> AmsPush:
+    """``push`` for an endpoint nobody verified: a new verification hash and, with autogen, a new value."""
+    return push.model_copy(update={"verified": False, "verification_hash": secret(),
+                                   "authorization_value": secret() if push.authorization_type == AUTOGEN else ""})
+
+
+def settled_push(before: AmsPush | None, push: AmsPush, endpoint_changed: bool,
+                 secret: Callable[[], str]) -> AmsPush:
+    """AMS's settings as an update of a subscription may store them (``before``: the stored ones).
+
+    - A changed endpoint (AMS's ``:modifyPushConfig``, Google's ``:modifyPushConfig`` or PATCH) is never
+      verified and never gets what was made for the old one: settings that still carry the old verification
+      hash or authorization value, or ``verified``, are replaced by fresh ones (AMS's own route already makes them).
+    - With the same endpoint, ``verified`` holds only for the stored hash, and a verification only sets the
+      flag on the stored settings: anything else is a verification that raced with a change (ABORTED).
+    """
+    if endpoint_changed:
+        carried = before is not None and (
+            push.verification_hash == before.verification_hash
+            or (bool(push.authorization_value) and push.authorization_value == before.authorization_value))
+        return fresh_push(push, secret) if push.verified or carried else push
+    if not push.verified:
+        return push
+    if before is None or push.verification_hash != before.verification_hash or (
+            not before.verified and push != before.model_copy(update={"verified": True})):
+        raise Aborted("The push configuration changed during the endpoint's verification; verify it again.")
+    return push
+
+
 # -- responses ------------------------------------------------------------------------------------------
-def push_config_wire(endpoint: str, push: AmsPush | None) -> dict[str, Any]:
-    """AMS's ``pushConfig`` of a subscription; a pull subscription has an empty endpoint."""
+def push_config_wire(endpoint: str, push: AmsPush | None, show_secret: bool = False) -> dict[str, Any]:
+    """AMS's ``pushConfig`` of a subscription; a pull subscription has an empty endpoint. The generated
+    authorization value is a credential of the endpoint's owner: shown only with ``show_secret`` (to the
+    subscription's project_admins and service_admins), left out for anyone else who may read the subscription."""
     if not endpoint or push is None:
         return {"pushEndpoint": "", "maxMessages": 0, "authorizationHeader": {}, "retryPolicy": {},
                 "verificationHash": "", "verified": False}
     auth: dict[str, Any] = {"type": push.authorization_type}
-    if push.authorization_type == AUTOGEN:
+    if push.authorization_type == AUTOGEN and show_secret:
         auth["value"] = push.authorization_value
     return {"type": HTTP_ENDPOINT, "pushEndpoint": endpoint, "maxMessages": push.max_messages,
             "authorizationHeader": auth, "retryPolicy": {"type": push.retry_type, "period": push.retry_period_ms},

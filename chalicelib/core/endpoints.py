@@ -9,15 +9,18 @@ IPv6) or a DNS name of letters, digits, ``-`` and ``_`` (non-ASCII names are IDN
 numeric or hex last label, as in ``2130706433`` or ``0x7f.1``, is refused); a decimal port 1-65535.
 The fragment is never sent; non-ASCII characters of the path and query are percent-encoded.
 
-Address rules, with ``strict=True`` (deployed, or ``METRO_PUSH_STRICT=1``):
+Address rules, with ``strict=True`` (deployed, keys mode, or ``METRO_PUSH_STRICT=1``):
 
 * the scheme must be ``https``;
 * every address of the host must be global (``ipaddress``' ``is_global``): loopback, private,
   shared (100.64/10), benchmarking (198.18/15), IETF (192.0.0/24), link-local (with the instance
   metadata service 169.254.169.254), unspecified, multicast, reserved and Teredo (2001::/32) are
   refused, as is the local-use NAT64 prefix 64:ff9b:1::/48; an IPv4 address embedded in IPv6
-  (IPv4-mapped, IPv4-translated, IPv4-compatible, NAT64 64:ff9b::/96, 6to4 2002::/16, Teredo) is
-  checked as itself;
+  (IPv4-mapped, IPv4-translated, IPv4-compatible, NAT64 64:ff9b::/96, 6to4 2002::/16, Teredo,
+  ISATAP) is checked as itself;
+* ranges ``is_global`` misses are refused too: an IPv6 address must be global unicast (2000::/3),
+  IPv4-mapped or NAT64 64:ff9b::/96, which leaves out site-local fec0::/10, SRv6 5f00::/16, the
+  dummy prefix 100:0:0:1::/64 and IPv4-compatible ::/96; 3fff::/20 (documentation) is refused;
 * a host that does not resolve is refused;
 * an operator ``allow_list`` of hostnames (exact, case-insensitive) and CIDRs lifts the address
   rule: an allowed hostname may resolve to anything, otherwise each refused address must lie in an
@@ -26,6 +29,9 @@ Address rules, with ``strict=True`` (deployed, or ``METRO_PUSH_STRICT=1``):
 Without ``strict`` plain ``http``, loopback, private and unspecified addresses are allowed, and a
 host that does not resolve is accepted (it may come up later); link-local and multicast addresses
 (also embedded ones) are still refused unless allowed.
+
+Whatever the rules and the allow list, :func:`refuse_reserved` keeps pushes off Metro's own ports and
+its AWS emulator's (:class:`Reserved`).
 
 Resolution is injected (``resolve(host) -> [address text]``; chalicelib/store/resolver.py does it
 with a deadline). A resolver that raises ``TimeoutError`` makes the endpoint invalid in both modes.
@@ -36,9 +42,9 @@ from __future__ import annotations
 import ipaddress
 import re
 import unicodedata
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from chalicelib.core.errors import InvalidArgument
 
@@ -63,6 +69,12 @@ _NAT64_LOCAL = ipaddress.IPv6Network("64:ff9b:1::/48")
 _TRANSLATED = ipaddress.IPv6Network("::ffff:0:0:0/96")
 _COMPATIBLE = ipaddress.IPv6Network("::/96")
 _TEREDO = ipaddress.IPv6Network("2001::/32")
+_ISATAP_IDS = (0x00005EFE, 0x02005EFE)  # the interface identifier's upper half carrying an IPv4 address
+# Strict rules: IPv6 outside global unicast is refused unless it carries an IPv4 address checked as itself.
+_GLOBAL_UNICAST = ipaddress.IPv6Network("2000::/3")
+_CARRIERS = (ipaddress.IPv6Network("::ffff:0:0/96"), _NAT64)
+# Inside 2000::/3, not global, and missed by ipaddress on some Python versions.
+_NOT_GLOBAL = ((ipaddress.IPv6Network("3fff::/20"), "documentation"),)
 
 # (network, reason, refused without strict rules too)
 _REFUSED: tuple[tuple[Network, str, bool], ...] = tuple(
@@ -77,6 +89,7 @@ _REFUSED: tuple[tuple[Network, str, bool], ...] = tuple(
         ("192.168.0.0/16", "private", False),
         ("100.64.0.0/10", "private", False),
         ("fc00::/7", "private", False),
+        ("fec0::/10", "site-local", False),
         ("169.254.0.0/16", "link-local", True),
         ("fe80::/10", "link-local", True),
         ("224.0.0.0/4", "multicast", True),
@@ -206,25 +219,40 @@ def parse_push_endpoint(url: str) -> Endpoint:
 
 # -- addresses ------------------------------------------------------------------------------------
 def _embedded_ipv4(address: Address) -> list[ipaddress.IPv4Address]:
-    """The IPv4 addresses an IPv6 address carries (mapped, translated, compatible, NAT64, 6to4, Teredo)."""
+    """The IPv4 addresses an IPv6 address carries (mapped, translated, compatible, NAT64, ISATAP, 6to4, Teredo)."""
     if isinstance(address, ipaddress.IPv4Address):
         return []
-    low32 = ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
     if address.ipv4_mapped is not None:
         return [address.ipv4_mapped]
-    if any(address in net for net in (_TRANSLATED, _COMPATIBLE, _NAT64, _NAT64_LOCAL)):
-        return [low32]
+    inner: list[ipaddress.IPv4Address] = []
+    low32 = ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    if any(address in net for net in (_TRANSLATED, _COMPATIBLE, _NAT64, _NAT64_LOCAL)) \
+            or (int(address) >> 32) & 0xFFFFFFFF in _ISATAP_IDS:
+        inner.append(low32)
     if address.sixtofour is not None:
-        return [address.sixtofour]
+        inner.append(address.sixtofour)
     if address.teredo is not None:
-        return list(address.teredo)
-    return []
+        inner.extend(address.teredo)
+    return inner
+
+
+def _strict_reason(address: Address) -> str | None:
+    """Why only the strict rules refuse ``address`` (its embedded IPv4 addresses passed)."""
+    if isinstance(address, ipaddress.IPv6Address):
+        if address in _NAT64_LOCAL:
+            return "local NAT64"
+        if address not in _GLOBAL_UNICAST and not any(address in net for net in _CARRIERS):
+            return "non-public"
+        for network, reason in _NOT_GLOBAL:
+            if address in network:
+                return reason
+    return None if address.is_global else "non-public"
 
 
 def refusal_reason(address: Address, *, deployed: bool) -> str | None:
     """Why ``address`` may not be pushed to (e.g. ``"loopback"``), or None when it may.
 
-    ``deployed`` means the strict rules (deployed mode, or ``METRO_PUSH_STRICT``).
+    ``deployed`` means the strict rules (deployed mode, keys mode, or ``METRO_PUSH_STRICT``).
     """
     address = _unscoped(address)
     for network, reason, local in _REFUSED:
@@ -236,11 +264,7 @@ def refusal_reason(address: Address, *, deployed: bool) -> str | None:
         inner_reason = refusal_reason(inner, deployed=deployed)
         if inner_reason is not None:
             return inner_reason
-    if deployed and address.version == 6 and address in _NAT64_LOCAL:
-        return "local NAT64"
-    if deployed and not address.is_global:
-        return "non-public"
-    return None
+    return _strict_reason(address) if deployed else None
 
 
 def _allowed(host: str, address: Address, allow_list: Sequence[str]) -> bool:
@@ -274,11 +298,14 @@ def _resolved(endpoint: Endpoint, deployed: bool, resolve: Resolve) -> tuple[Add
     return addresses
 
 
-def check_target(endpoint: Endpoint, *, deployed: bool, allow_list: Sequence[str], resolve: Resolve) -> Target:
+def check_target(endpoint: Endpoint, *, deployed: bool, allow_list: Sequence[str], resolve: Resolve,
+                 reserved: Reserved | None = None) -> Target:
     """Resolve and check a parsed endpoint; the Target holds the addresses a push may connect to."""
     if deployed and endpoint.scheme != "https":
         raise _invalid(endpoint.url, "push endpoints must use https")
     addresses = _resolved(endpoint, deployed, resolve)
+    if reserved is not None:
+        refuse_reserved(Target(endpoint, addresses), reserved)
     for address in addresses:
         reason = refusal_reason(address, deployed=deployed)
         if reason is not None and not _allowed(endpoint.host, address, allow_list):
@@ -288,6 +315,66 @@ def check_target(endpoint: Endpoint, *, deployed: bool, allow_list: Sequence[str
     return Target(endpoint, addresses)
 
 
-def validate_push_endpoint(url: str, *, deployed: bool, allow_list: Sequence[str], resolve: Resolve) -> Target:
+def validate_push_endpoint(url: str, *, deployed: bool, allow_list: Sequence[str], resolve: Resolve,
+                           reserved: Reserved | None = None) -> Target:
     """Raise InvalidArgument unless Metro may push to ``url`` (see the module docstring)."""
-    return check_target(parse_push_endpoint(url), deployed=deployed, allow_list=allow_list, resolve=resolve)
+    return check_target(parse_push_endpoint(url), deployed=deployed, allow_list=allow_list, resolve=resolve,
+                        reserved=reserved)
+
+
+# -- Metro's own ports ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Reserved:
+    """What no push may reach, whatever the rules and the allow list: the ports Metro and its AWS emulator
+    listen on (``ports``) and the AWS endpoint (``hosts``, pairs of host and port).
+
+    ``ports`` are refused on every address when ``everywhere`` (the local stack, which may listen on any of
+    the machine's interfaces); deployed, where none of Metro listens, on every address the strict rules
+    refuse (so the allow list cannot open them).
+    """
+
+    ports: frozenset[int] = frozenset()
+    hosts: frozenset[tuple[str, int]] = frozenset()
+    everywhere: bool = True
+
+
+def _host_key(host: str) -> str:
+    literal = parse_address(host.split("%", 1)[0])
+    return str(literal) if literal is not None else host.lower().rstrip(".")
+
+
+def reserved_destinations(own_ports: Iterable[int], aws_endpoint_url: str | None, *, deployed: bool) -> Reserved:
+    """The :class:`Reserved` of a Metro listening on ``own_ports`` and calling AWS at ``aws_endpoint_url``."""
+    ports, hosts = set(own_ports), set()
+    if aws_endpoint_url:
+        parts = urlsplit(aws_endpoint_url.strip())
+        try:
+            port = parts.port or DEFAULT_PORTS.get(parts.scheme.lower(), 443)
+        except ValueError:
+            port = None
+        if parts.hostname and port:
+            hosts.add((_host_key(parts.hostname), port))
+            if not deployed:
+                ports.add(port)
+    return Reserved(frozenset(ports), frozenset(hosts), everywhere=not deployed)
+
+
+def _reserved_reason(target: Target, reserved: Reserved) -> str | None:
+    port, addresses = target.endpoint.port, [_unscoped(a) for a in target.addresses]
+    names = {target.endpoint.host, *(str(a) for a in addresses)}
+    names.update(str(a.ipv4_mapped) for a in addresses if isinstance(a, ipaddress.IPv6Address) and a.ipv4_mapped)
+    if any((name, port) in reserved.hosts for name in names):
+        return "Metro's AWS endpoint"
+    if port in reserved.ports and (reserved.everywhere or not addresses
+                                   or any(refusal_reason(a, deployed=True) for a in addresses)):
+        return "a port of Metro or of its AWS emulator"
+    return None
+
+
+def refuse_reserved(target: Target, reserved: Reserved) -> Target:
+    """``target``, unless it is one of Metro's own ports or its AWS endpoint (InvalidArgument)."""
+    reason = _reserved_reason(target, reserved)
+    if reason is not None:
+        endpoint = target.endpoint
+        raise _invalid(endpoint.url, f"{endpoint.host}:{endpoint.port} is {reason}; push endpoints may never use it")
+    return target

@@ -9,13 +9,20 @@ shares that request, and argo-ams-library sends them.
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError, field_validator
 from pydantic.alias_generators import to_camel
 
 from chalicelib.core import limits
 from chalicelib.core.errors import InvalidArgument
+from chalicelib.core.references import (
+    ATTACH_TO_TOPIC,
+    PUBLISH_TO_TOPIC,
+    PUSH_IDENTITY,
+    READ_SCHEMA,
+    URL_NAME,
+)
 from chalicelib.core.timefmt import format_duration, parse_duration
 
 
@@ -60,14 +67,14 @@ def _duration(value: str | None, field: str, low: float, high: float) -> str | N
 
 
 class SchemaSettings(Wire):
-    schema_: str = Field(default="", alias="schema")
+    schema_: Annotated[str, READ_SCHEMA] = Field(default="", alias="schema")
     encoding: str | StrictInt | None = None  # a name or its number; never a boolean read as 1
     first_revision_id: str = ""
     last_revision_id: str = ""
 
 
 class Topic(Wire):
-    name: str = ""
+    name: Annotated[str, URL_NAME] = ""
     labels: dict[str, str] = Field(default_factory=dict)
     message_storage_policy: dict[str, Any] | None = None
     kms_key_name: str = ""
@@ -85,7 +92,7 @@ class Topic(Wire):
 
 
 class OidcToken(Wire):
-    service_account_email: str = ""
+    service_account_email: Annotated[str, PUSH_IDENTITY] = ""
     audience: str = ""
 
 
@@ -102,7 +109,7 @@ class PushConfig(Wire):
 
 
 class DeadLetterPolicy(Wire):
-    dead_letter_topic: str = ""
+    dead_letter_topic: Annotated[str, PUBLISH_TO_TOPIC] = ""
     max_delivery_attempts: int = 0
 
     @field_validator("max_delivery_attempts")
@@ -146,8 +153,8 @@ class AmsPush(Wire):
 
 
 class Subscription(Wire):
-    name: str = ""
-    topic: str = ""
+    name: Annotated[str, URL_NAME] = ""
+    topic: Annotated[str, ATTACH_TO_TOPIC] = ""
     push_config: PushConfig | None = None
     bigquery_config: dict[str, Any] | None = None
     cloud_storage_config: dict[str, Any] | None = None

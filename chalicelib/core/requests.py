@@ -7,10 +7,12 @@ of numbers and booleans) are read in api/requests.py, never in service/.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Annotated
 
 from chalicelib.core.accounts import ProjectRoles
 from chalicelib.core.messages import NewMessage
 from chalicelib.core.models import PushConfig, Subscription, Topic
+from chalicelib.core.references import PROJECT_USERS, PUSH_IDENTITY, SERVICE_ADMIN_ONLY
 
 
 @dataclass(frozen=True)
@@ -78,7 +80,7 @@ class ProjectRequest:
 class UserRequest:
     """``POST``/``PUT /v1/users/{name}``; on update, a field left None is unchanged."""
 
-    projects: tuple[ProjectRoles, ...] | None = None
+    projects: Annotated[tuple[ProjectRoles, ...] | None, SERVICE_ADMIN_ONLY] = None
     service_roles: tuple[str, ...] | None = None
     email: str | None = None
     first_name: str | None = None
@@ -99,7 +101,7 @@ class AclRequest:
     """AMS's ``:modifyAcl`` (``authorized_users``) or Google's ``:setIamPolicy`` (members ``user:<name>``);
     ``etag``, when given, must be the current policy's."""
 
-    names: tuple[str, ...]
+    names: Annotated[tuple[str, ...], PROJECT_USERS]
     etag: str = ""
 
 
@@ -112,4 +114,4 @@ class PermissionsQuery:
 class PushIdentitiesRequest:
     """The service accounts a project's push subscriptions may name in ``oidcToken``."""
 
-    service_accounts: tuple[str, ...]
+    service_accounts: Annotated[tuple[str, ...], PUSH_IDENTITY]

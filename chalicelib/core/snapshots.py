@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Annotated
 
 from pydantic import Field, field_validator
 
 from chalicelib.core.models import Wire, _labels
 from chalicelib.core.names import Name
+from chalicelib.core.references import CONSUME_SUBSCRIPTION, OUTPUT_ONLY, READ_SNAPSHOT, URL_NAME
 
 
 class Snapshot(Wire):
-    name: str = ""
-    topic: str = ""
+    name: Annotated[str, URL_NAME] = ""
+    topic: Annotated[str, OUTPUT_ONLY] = ""
     expire_time: str | None = None
     labels: dict[str, str] = Field(default_factory=dict)
 
@@ -20,7 +22,7 @@ class Snapshot(Wire):
 
 
 class CreateSnapshotBody(Wire):
-    subscription: str = ""
+    subscription: Annotated[str, CONSUME_SUBSCRIPTION] = ""
     labels: dict[str, str] = Field(default_factory=dict)
     tags: dict[str, str] = Field(default_factory=dict)
 
@@ -29,7 +31,7 @@ class CreateSnapshotBody(Wire):
 
 @dataclass(frozen=True)
 class CreateSnapshotRequest:
-    subscription: Name
+    subscription: Annotated[Name, CONSUME_SUBSCRIPTION]
     labels: dict[str, str]
 
 
@@ -46,7 +48,7 @@ class SeekRequest:
     """``:seek``: exactly one of ``time`` (epoch seconds) and ``snapshot``."""
 
     time: float | None = None
-    snapshot: Name | None = None
+    snapshot: Annotated[Name | None, READ_SNAPSHOT] = None
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,10 @@ compared with the checked addresses once more.
 Every socket operation gets the time left until the deadline as its timeout (a send loop for the
 body, one ``recv`` at a time for the answer), so a server that drips its answer byte by byte is cut
 off at the deadline. Of the answer Metro reads the status line and headers (at most
-``MAX_HEAD_BYTES``) and at most ``MAX_BODY_BYTES`` of body: a connection whose body is longer,
-chunked, or delimited by close is closed rather than drained. Connections whose answer was read
-completely are kept for reuse (keep-alive), a bounded number per destination.
+``MAX_HEAD_BYTES`` in all, interim answers and status line included, each byte scanned once: a
+longer head is a failed push) and at most ``MAX_BODY_BYTES`` of body: a connection whose body is
+longer, chunked, or delimited by close is closed rather than drained. Connections whose answer was
+read completely are kept for reuse (keep-alive), a bounded number per destination.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import ssl
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from urllib3.util.wait import wait_for_read
 
@@ -32,7 +33,7 @@ MAX_HEAD_BYTES = 16 * 1024
 MAX_BODY_BYTES = 4 * 1024
 MAX_DESTINATIONS = 64
 MAX_IDLE_PER_DESTINATION = 16
-_STATUS = re.compile(rb"^HTTP/1\.([01]) ([0-9]{3})(?: |\r?$)")
+_STATUS = re.compile(rb"HTTP/1\.([01]) ([0-9]{3})(?: [^\r\n]*)?\r?\n")  # matched at a head's start
 _TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
 _VALUE = re.compile(r"^[\t\x20-\x7e\x80-\xff]*\Z")
 _OWN_HEADERS = {"host", "content-length", "transfer-encoding", "connection", "keep-alive", "te", "upgrade",
@@ -47,6 +48,10 @@ class PushTimeout(Exception):
 
 class PeerMismatch(Exception):
     """The socket is connected to an address that was not checked."""
+
+
+class HeadTooLong(Exception):
+    """The answer's status line and headers passed ``MAX_HEAD_BYTES``: a failed push, not retried."""
 
 
 @dataclass
@@ -190,47 +195,73 @@ def _body_length(status: int, head: bytes) -> int | None:
     return int(length)
 
 
-def _status_of(buffer: bytes) -> int | None:
-    """The status code once the status line is complete."""
-    if b"\n" not in buffer:
-        return None
-    match = _STATUS.match(buffer)
-    if match is None:
-        raise ConnectionError("the answer is not HTTP/1.x")
-    return int(match.group(2))
+@dataclass
+class _Head:
+    """The answer's bytes so far and how far its current head was searched: each byte is scanned once."""
+
+    buffer: bytearray = field(default_factory=bytearray)
+    start: int = 0  # where the current head (an interim answer's, then the final one's) begins
+    scanned: int = 0  # bytes before this were searched for the status line's end and the blank line
+    status: int | None = None  # the current head's status, once its status line is complete
+
+    def parse(self) -> int:
+        """The index of the current head's blank line, or -1 while it has not arrived.
+
+        Sets ``status`` once the status line is complete; HeadTooLong when the answer's heads pass
+        ``MAX_HEAD_BYTES``, ConnectionError for an answer that is not HTTP/1.x."""
+        if self.status is None:
+            newline = self.buffer.find(b"\n", max(self.start, self.scanned))
+            if newline >= 0:
+                match = _STATUS.match(self.buffer, self.start, newline + 1)
+                if match is None:
+                    raise ConnectionError("the answer is not HTTP/1.x")
+                self.status = int(match.group(2))
+        end = self.buffer.find(b"\r\n\r\n", max(self.start, self.scanned - 3))
+        self.scanned = len(self.buffer)
+        if end + 4 > MAX_HEAD_BYTES or (end < 0 and len(self.buffer) >= MAX_HEAD_BYTES):
+            raise HeadTooLong(f"the answer's head is longer than {MAX_HEAD_BYTES} bytes")
+        return end
+
+    def skip(self, end: int) -> None:
+        """Go past an interim answer's head to the next one."""
+        self.start = self.scanned = end + 4
+        self.status = None
+
+
+def _more(sock: socket.socket, head: _Head, deadline: float) -> bool:
+    """Read the next bytes of the answer; False when they stop (deadline, error, close) after a status line."""
+    try:
+        chunk = _recv(sock, deadline)
+    except (PushTimeout, OSError):
+        if head.status is not None:
+            return False
+        raise
+    if not chunk:
+        if head.status is not None:
+            return False
+        raise ConnectionError("the connection closed before an answer")
+    head.buffer += chunk
+    return True
 
 
 def _read_answer(sock: socket.socket, deadline: float) -> Answer:
     """The final status; the connection is reusable when its answer was read to the end."""
-    buffer = b""
-    status: int | None = None
+    head = _Head()
     while True:
-        end = buffer.find(b"\r\n\r\n")
+        end = head.parse()
         if end < 0:
-            if len(buffer) > MAX_HEAD_BYTES and status is not None:
-                return Answer(status, False)
-            try:
-                chunk = _recv(sock, deadline)
-            except (PushTimeout, OSError):
-                if status is not None:
-                    return Answer(status, False)
-                raise
-            if not chunk:
-                if status is not None:
-                    return Answer(status, False)
-                raise ConnectionError("the connection closed before an answer")
-            buffer += chunk
-            status = _status_of(buffer) if status is None else status
+            if not _more(sock, head, deadline):
+                assert head.status is not None
+                return Answer(head.status, False)
             continue
-        head, rest = buffer[:end], buffer[end + 4:]
-        assert status is not None
-        if status == 100:  # an interim answer: the final one follows
-            buffer = rest
-            status = _status_of(buffer)
+        assert head.status is not None  # the blank line ends the status line too
+        if head.status == 100:  # an interim answer: the final one follows
+            head.skip(end)
             continue
-        if status < 200 or not head.startswith(b"HTTP/1.1"):
-            return Answer(status, False)
-        return Answer(status, _read_body(sock, _body_length(status, head), rest, deadline))
+        lines, rest = bytes(head.buffer[head.start:end]), bytes(head.buffer[end + 4:])
+        if head.status < 200 or not lines.startswith(b"HTTP/1.1"):
+            return Answer(head.status, False)
+        return Answer(head.status, _read_body(sock, _body_length(head.status, lines), rest, deadline))
 
 
 def _read_body(sock: socket.socket, length: int | None, rest: bytes, deadline: float) -> bool:

@@ -166,7 +166,8 @@ class PushDelivery:
         assert pc is not None
         token = None
         if pc.oidc_token is not None:
-            token = push_token(self.ctx.config, pc.oidc_token.service_account_email,
+            token = push_token(self.ctx.config, names.parse(rec.name, "subscriptions").project,
+                               pc.oidc_token.service_account_email,
                                pc.oidc_token.audience or pc.push_endpoint, self.ctx.clock())
             if token is None:
                 return None

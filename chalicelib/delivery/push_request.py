@@ -19,7 +19,7 @@ from chalicelib.core.policy import max_attempts
 from chalicelib.core.records import SubscriptionRecord
 from chalicelib.core.timefmt import format_timestamp, parse_timestamp
 from chalicelib.delivery import net
-from chalicelib.store.resolver import endpoint_target
+from chalicelib.service.push_config import checked_target
 
 log = logging.getLogger(__name__)
 
@@ -45,12 +45,12 @@ Poster = Callable[[str, bytes, dict[str, str], float], int | None]
 def http_post(url: str, body: bytes, headers: dict[str, str], timeout: float) -> int | None:
     """POST to a checked address of ``url`` (delivery/net.py), all within ``timeout`` seconds.
 
-    None for an endpoint that fails the check, a timeout, a connection failure, or any other error of
-    this one request: one bad push is a nack of its message only.
+    None for an endpoint that fails the check (Metro's own ports included), a timeout, a connection
+    failure, or any other error of this one request: one bad push is a nack of its message only.
     """
     deadline = time.monotonic() + timeout
     try:
-        target = endpoint_target(config.load(), url, timeout)
+        target = checked_target(config.load(), url, timeout)
         return net.post(target, body, headers, deadline)
     except InvalidArgument as err:
         log.warning("not pushing: %s", err.message)

@@ -5,6 +5,8 @@ resolved to its user through a keyed hash (core/identity.TokenHasher); ``METRO_A
 bootstrap service admin. The principal of a token hash and the ACL of a resource are cached for
 ``METRO_AUTH_CACHE_SECONDS`` (at most 60), so a warm process adds no DynamoDB read per request; a refresh,
 a deletion or an ACL change made through this process is seen at once, through another within the bound.
+A token that resolves to no user is remembered as unknown for a few seconds (bounded in number), so
+repeating it costs no read either.
 It also serves the ACL views: AMS's ``:acl`` / ``:modifyAcl`` and Google's IAM policy methods.
 """
 
@@ -35,14 +37,22 @@ _UNAUTHENTICATED = ("Request is missing a valid API key or token (x-api-key head
                     "Authorization: Bearer).")
 
 
+# Unknown tokens are remembered briefly (never longer than a principal, METRO_AUTH_CACHE_SECONDS) and in a
+# bounded number, the least recently seen leaving first.
+UNKNOWN_TOKEN_SECONDS = 5.0
+UNKNOWN_TOKEN_ENTRIES = 4096
+
+
 class AccessService:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
         self.open = ctx.config.auth_mode != "keys"
-        self.hasher = TokenHasher(ctx.config.ack_secret)
         ttl = ctx.config.auth_cache_seconds
         self._principals: TtlCache[str, Principal] = TtlCache(ttl)
         self._acls: TtlCache[str, frozenset[str]] = TtlCache(ttl)
+        # Hashes of tokens that resolved to no user: a repeated unknown token costs one read per interval.
+        self._unknown: TtlCache[str, bool] = TtlCache(min(UNKNOWN_TOKEN_SECONDS, ttl), UNKNOWN_TOKEN_ENTRIES)
+        self.hasher = TokenHasher(ctx.config.ack_secret)
 
     # -- who ------------------------------------------------------------------------------------------
     def authenticate(self, token: str) -> Principal:
@@ -57,15 +67,27 @@ class AccessService:
         now = self.ctx.clock()
         principal = self._principals.get(token_hash, now)
         if principal is None:
+            if self._unknown.get(token_hash, now):
+                raise Unauthenticated(_UNAUTHENTICATED)
             user = self.ctx.identity.user_for_token(token_hash)
             if user is None:
+                self._unknown.put(token_hash, True, now)
                 raise Unauthenticated(_UNAUTHENTICATED)
             principal = user.principal()
             self._principals.put(token_hash, principal, now)
         return principal
 
+    def issued(self, token: str) -> str:
+        """The hash under which a token this process just issued is stored; a token presented before it was
+        issued is no longer remembered as unknown."""
+        token_hash = self.hasher.hash(token)
+        self.forget_token(token_hash)
+        return token_hash
+
     def forget_token(self, token_hash: str) -> None:
+        """Drop what this process remembers of a token hash: its principal, or that it was unknown."""
         self._principals.drop(token_hash)
+        self._unknown.drop(token_hash)
 
     # -- may they -------------------------------------------------------------------------------------
     def authorize(self, principal: Principal, action: Action, project: str, resource: Name | None) -> None:

@@ -8,6 +8,7 @@ import dataclasses
 import uuid
 from collections.abc import Callable, Iterable
 
+from chalicelib.core import push_identities
 from chalicelib.core.accounts import (
     Project,
     ProjectList,
@@ -18,7 +19,7 @@ from chalicelib.core.accounts import (
     UserView,
     service_admin_user,
 )
-from chalicelib.core.errors import InvalidArgument, NotFound
+from chalicelib.core.errors import InvalidArgument, NotFound, PermissionDenied
 from chalicelib.core.identity import Principal, new_token
 from chalicelib.core.pagetokens import PageTokens
 from chalicelib.core.requests import PageRequest, ProjectRequest, PushIdentitiesRequest, RolesRequest, UserRequest
@@ -72,6 +73,14 @@ class AccountService:
         return PushIdentities(self.get_project(name).push_identities)
 
     def set_push_identities(self, name: str, request: PushIdentitiesRequest) -> PushIdentities:
+        if not self.access.open:  # keys mode: only service accounts this project owns
+            foreign = [e for e in request.service_accounts
+                       if not push_identities.owned_by(name, e, self.ctx.config.push_service_accounts)]
+            if foreign:
+                raise PermissionDenied(f"The caller does not have permission to act as service account {foreign[0]} "
+                                       f"(a project's push identities are {{name}}@{name}"
+                                       f"{push_identities.GOOGLE_SERVICE_ACCOUNT_DOMAIN} or assigned to it in "
+                                       "METRO_PUSH_SERVICE_ACCOUNTS).")
         project = self.store.get_project(name)
         if project is None:
             raise NotFound("Project doesn't exist")
@@ -88,7 +97,7 @@ class AccountService:
         user = User(name=name, uuid=str(uuid.uuid4()), projects=projects, service_roles=request.service_roles or (),
                     created_on=now, modified_on=now, created_by=principal.name, **texts)
         token = new_token()
-        self.store.create_user(user, self.access.hasher.hash(token))
+        self.store.create_user(user, self.access.issued(token))
         return UserView(user, token)
 
     def get_user(self, name: str) -> UserView:
@@ -114,7 +123,7 @@ class AccountService:
         user, old_hash = self._user(name)
         token = new_token()
         user = dataclasses.replace(user, modified_on=self.ctx.clock())
-        self.store.replace_token(user, old_hash, self.access.hasher.hash(token))
+        self.store.replace_token(user, old_hash, self.access.issued(token))
         self.access.forget_token(old_hash)
         return UserView(user, token)
 
@@ -131,10 +140,12 @@ class AccountService:
     # -- project members ------------------------------------------------------------------------------
     def list_members(self, project: str, page: PageRequest, principal: Principal) -> UserPage:
         members = [u for u in self.store.list_users() if u.roles_in(project)]
-        return self._page(members, page, f"members\n{project}", principal.is_service_admin)
+        return self._page(members, page, f"members\n{project}", principal.is_service_admin,
+                          "" if principal.is_service_admin else project)
 
     def get_member(self, project: str, name: str, principal: Principal) -> UserView:
-        return self._detailed(self._member(project, name), privileged=principal.is_service_admin)
+        return self._detailed(self._member(project, name), privileged=principal.is_service_admin,
+                              project="" if principal.is_service_admin else project)
 
     def create_member(self, project: str, name: str, request: RolesRequest, principal: Principal) -> UserView:
         """A new user whose only project is this one (a project admin's way to add users)."""
@@ -153,7 +164,8 @@ class AccountService:
         updated = dataclasses.replace(user.with_roles(project, request.roles), modified_on=self.ctx.clock())
         self.store.put_user(updated)
         self.access.forget_token(token_hash)
-        return UserView(updated, privileged=principal.is_service_admin)
+        return UserView(updated, privileged=principal.is_service_admin,
+                        project="" if principal.is_service_admin else project)
 
     def remove_member(self, project: str, name: str) -> None:
         user = self._member(project, name)
@@ -175,10 +187,12 @@ class AccountService:
             raise NotFound("User doesn't exist")
         return found[0]
 
-    def _detailed(self, user: User, privileged: bool = True) -> UserView:
-        """AMS's detailed view: per project, the topics and subscriptions whose ACL lists the user."""
-        held = {p.project: self.ctx.resources.acl_holdings(p.project, user.uuid) for p in user.projects}
-        return UserView(user, privileged=privileged, acl_entries=held)
+    def _detailed(self, user: User, privileged: bool = True, project: str = "") -> UserView:
+        """AMS's detailed view: per project (only ``project`` when set), the topics and subscriptions whose ACL
+        lists the user."""
+        held = {p.project: self.ctx.resources.acl_holdings(p.project, user.uuid) for p in user.projects
+                if not project or p.project == project}
+        return UserView(user, privileged=privileged, acl_entries=held, project=project)
 
     def _require_projects(self, projects: Iterable[str]) -> None:
         if self.access.open:
@@ -187,7 +201,8 @@ class AccountService:
             if self.store.get_project(project) is None:
                 raise NotFound(f"Project {project} doesn't exist")
 
-    def _page(self, users: list[User], page: PageRequest, scope: str, privileged: bool) -> UserPage:
+    def _page(self, users: list[User], page: PageRequest, scope: str, privileged: bool,
+              project: str = "") -> UserPage:
         """AMS paging: ``pageSize`` 0 is everything; the token is the last name of the previous page."""
         users.sort(key=lambda u: u.name)
         position = self._pages.decode(scope, page.token)
@@ -196,4 +211,4 @@ class AccountService:
         size = page.size or len(rest)
         shown = rest[:size]
         token = self._pages.encode(scope, {"name": shown[-1].name}) if len(rest) > size and shown else ""
-        return UserPage(tuple(UserView(u, privileged=privileged) for u in shown), token, len(users))
+        return UserPage(tuple(UserView(u, privileged=privileged, project=project) for u in shown), token, len(users))

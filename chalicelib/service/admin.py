@@ -130,7 +130,7 @@ class AdminService:
     # -- helpers --------------------------------------------------------------------------
     def _update(self, name: Name, changes: Mapping[str, object]) -> SubscriptionRecord:
         rec = self.resources.require_subscription(name)
-        spec = rec.spec.model_copy(update=dict(changes))
+        spec = push_config.settle_ams_push(self.ctx, rec.spec, rec.spec.model_copy(update=dict(changes)))
         check_subscription(spec, self.ctx)
         push_config.validate(self.ctx, spec, rec.spec)
         if spec.is_push and not rec.spec.is_push:

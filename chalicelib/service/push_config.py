@@ -3,12 +3,16 @@
 Hooks called by the admin use cases (service/admin.py, which also owns ``:modifyPushConfig``):
 
 - :func:`validate` on create and update: the endpoint must pass core/endpoints.py (https and a
-  public address when deployed; ``METRO_PUSH_ALLOW_LIST`` lifts the address rule), an
+  public address under the strict rules, ``METRO_PUSH_ALLOW_LIST`` lifting the address rule; never
+  one of Metro's own ports or its AWS emulator's), an
   ``oidcToken`` needs a service account email and a signing key (and, with ``METRO_AUTH=keys``, one
   the project registered as a push identity), and only one wrapper may be set;
 - :func:`sync` after create, update and delete: keeps the push index item (how the push handler
   and the local push pump find push subscriptions) and, when deployed, the Lambda event source
-  mapping of the subscription's queue in line with the subscription.
+  mapping of the subscription's queue in line with the subscription;
+- :func:`settle_ams_push` on every update: a subscription with AMS's push settings whose endpoint changes,
+  through either dialect and any route, loses its verification and gets a new verification hash and
+  authorization value (core/ams.settled_push).
 
 It also owns the push token signer (core/oidc.TokenSigner) shared by delivery and the JWKS route,
 the tokens' cache, and the delivery-time endpoint check. It imports no other service module.
@@ -20,8 +24,8 @@ import functools
 import logging
 
 from chalicelib.config import Config
-from chalicelib.core import names
-from chalicelib.core.endpoints import validate_push_endpoint
+from chalicelib.core import ams, names, push_identities
+from chalicelib.core.endpoints import Reserved, Target, refuse_reserved, reserved_destinations, validate_push_endpoint
 from chalicelib.core.errors import FailedPrecondition, InvalidArgument, PermissionDenied
 from chalicelib.core.models import Subscription
 from chalicelib.core.oidc import DEFAULT_LIFETIME, TokenSigner, generate_signing_key
@@ -61,18 +65,21 @@ def token_signer(config: Config) -> TokenSigner | None:
 _TOKENS: TtlCache[tuple[str, str, str], str] = TtlCache(DEFAULT_LIFETIME - 300, max_items=1024)
 
 
-def service_account_allowed(config: Config, email: str) -> bool:
-    """Whether push tokens may assert ``email``: listed in METRO_PUSH_SERVICE_ACCOUNTS, or any email when
-    that list is empty in local mode without METRO_PUSH_STRICT (as Google's emulator)."""
+def service_account_allowed(config: Config, project: str, email: str) -> bool:
+    """Whether push tokens of ``project``'s subscriptions may assert ``email``. In keys mode: only an account
+    the project owns (core/push_identities.py). In open mode: listed in METRO_PUSH_SERVICE_ACCOUNTS (plain,
+    or for this project), or any email when that list is empty without the strict rules (as Google's emulator)."""
+    if config.auth_mode == "keys":
+        return push_identities.owned_by(project, email, config.push_service_accounts)
     if not config.push_service_accounts:
         return not strict_rules(config)
-    return email.strip().lower() in config.push_service_accounts
+    return push_identities.listed_for(project, email, config.push_service_accounts)
 
 
-def push_token(config: Config, email: str, audience: str, now: float) -> str | None:
-    """A token for one push (reused until 5 minutes before it expires); None without a signing key or for a
-    service account Metro may not act as."""
-    if not service_account_allowed(config, email):
+def push_token(config: Config, project: str, email: str, audience: str, now: float) -> str | None:
+    """A token for one push of a ``project``'s subscription (reused until 5 minutes before it expires); None
+    without a signing key or for a service account Metro may not act as for that project."""
+    if not service_account_allowed(config, project, email):
         log.error("push with oidcToken for %r, which is not an allowed service account: nacked", email)
         return None
     signer = token_signer(config)
@@ -88,11 +95,22 @@ def push_token(config: Config, email: str, audience: str, now: float) -> str | N
     return token
 
 
+def reserved(config: Config) -> Reserved:
+    """What no push may reach: Metro's own ports and its AWS emulator's (core/endpoints.Reserved)."""
+    return reserved_destinations(config.own_ports, config.endpoint_url, deployed=config.deployed)
+
+
+def checked_target(config: Config, url: str, timeout: float | None = None) -> Target:
+    """The endpoint checked with the configured rules (a passed check is kept a minute,
+    chalicelib/store/resolver.py), never one of Metro's own ports; InvalidArgument otherwise."""
+    return refuse_reserved(endpoint_target(config, url, timeout), reserved(config))
+
+
 def endpoint_allowed(config: Config, url: str) -> bool:
-    """The endpoint check again at delivery time (DNS answers change); a passed check is kept a minute and
-    delivery connects only to the addresses it checked (chalicelib/store/resolver.py)."""
+    """The endpoint check again at delivery time (DNS answers change); delivery connects only to the
+    addresses it checked."""
     try:
-        endpoint_target(config, url)
+        checked_target(config, url)
     except InvalidArgument as err:
         log.warning("not pushing: %s", err.message)
         return False
@@ -115,14 +133,14 @@ def validate(ctx: Context, spec: Subscription, previous: Subscription | None = N
         return
     config = ctx.config
     validate_push_endpoint(pc.push_endpoint, deployed=strict_rules(config), allow_list=config.push_allow_list,
-                           resolve=dns_resolver(config))
+                           resolve=dns_resolver(config), reserved=reserved(config))
     if pc.oidc_token is not None:
         email = pc.oidc_token.service_account_email
         if not email or "@" not in email:
             raise InvalidArgument("Invalid push_config.oidc_token: service_account_email must be an email address.")
         if token_signer(config) is None:
             raise FailedPrecondition("Authenticated push is not configured: METRO_PUSH_SIGNING_KEY is not set.")
-        if not service_account_allowed(config, email):
+        if not service_account_allowed(config, names.parse(spec.name, "subscriptions").project, email):
             raise PermissionDenied(f"The caller does not have permission to act as service account {email} "
                                    "(iam.serviceAccounts.actAs); see METRO_PUSH_SERVICE_ACCOUNTS.")
         if config.auth_mode == "keys" and not registered_identity(ctx, spec.name, email):
@@ -163,3 +181,18 @@ def sync(ctx: Context, old: SubscriptionRecord | None, new: SubscriptionRecord |
     if new is not None and new_push and not (old_push and same_queue):
         mappings.ensure(queue_arn(new.queue_url, region))
 
+
+# -- AMS's endpoint verification ---------------------------------------------------------------------
+def _endpoint(spec: Subscription) -> str:
+    return spec.push_config.push_endpoint if spec.push_config is not None else ""
+
+
+def settle_ams_push(ctx: Context, old: Subscription, new: Subscription) -> Subscription:
+    """``new`` (an update of ``old``) with AMS's push settings as they may be stored: a changed endpoint is
+    unverified, with a new verification hash and authorization value, whichever dialect or route changed it
+    (Google's ``:modifyPushConfig`` and PATCH keep AMS's settings as they were); ABORTED for a verification
+    that raced with a change. A subscription without AMS's settings is returned as it is."""
+    if new.ams_push is None:
+        return new
+    push = ams.settled_push(old.ams_push, new.ams_push, _endpoint(old) != _endpoint(new), ctx.ids.secret)
+    return new if push is new.ams_push else new.model_copy(update={"ams_push": push})

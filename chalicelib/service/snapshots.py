@@ -9,7 +9,7 @@ since. Capturing the backlog holds the queue's waiting messages for a moment and
 from __future__ import annotations
 
 from chalicelib.core import names
-from chalicelib.core.errors import AlreadyExists, FailedPrecondition
+from chalicelib.core.errors import AlreadyExists, FailedPrecondition, InvalidArgument
 from chalicelib.core.names import Name
 from chalicelib.core.records import SubscriptionRecord
 from chalicelib.core.requests import PageRequest
@@ -28,6 +28,9 @@ class SnapshotService:
         self.store = ctx.snapshots
 
     def create(self, name: Name, request: CreateSnapshotRequest) -> Snapshot:
+        if request.subscription.project != name.project:  # checked once the caller may consume it
+            raise InvalidArgument(f"The snapshot {name.path} must be in the same project as the subscription "
+                                  f"{request.subscription.path}.")
         now = self.ctx.clock()
         if self.store.find(name, now) is not None:
             raise AlreadyExists("Snapshot already exists")

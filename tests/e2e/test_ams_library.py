@@ -32,7 +32,10 @@ PROJECT = "ams-e2e"
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningStack]:
+    # Keys mode brings the strict push rules (https, public addresses); this stack's webhooks are plain http on
+    # 127.0.0.1, so it opts out explicitly. Metro's own ports and the emulator's stay refused all the same.
     env = {"METRO_AUTH": "keys", "METRO_ADMIN_KEY": ADMIN_KEY, "METRO_PUSH_REFRESH_SECONDS": "0.2",
+           "METRO_PUSH_STRICT": "0",
            "METRO_COUNTER_FLUSH_SECONDS": "0"}  # live counters written at once, so they can be read back
     running = start_stack(tmp_path_factory.mktemp("ams") / "metro.log", env)
     yield running
@@ -244,6 +247,19 @@ def test_push_with_max_messages_sends_the_ams_batch_body(ams: Ams, hook: Hook) -
     assert all(set(post.body) == {"messages"} and "authorization" not in post.headers for post in hook.posts)
 
 
+def test_the_opt_out_still_refuses_the_emulator_and_metros_own_ports(ams: Ams) -> None:
+    """The emulator's ``/moto-api/reset`` as a push endpoint wiped every tenant's data."""
+    ams.client("boss").create_topic("own-topic", **ams.verify)
+    stack = ams.stack
+    for index, url in enumerate((f"{stack.emulator_url}/moto-api/reset", f"{stack.url}/v1/projects",
+                                 f"https://{stack.ams_host}/v1/projects")):
+        made = ams.call("PUT", f"/v1/projects/{PROJECT}/subscriptions/own-{index}", "boss",
+                        {"topic": f"projects/{PROJECT}/topics/own-topic",
+                         "pushConfig": {"type": "http_endpoint", "pushEndpoint": url,
+                                        "retryPolicy": {"type": "linear", "period": 1000}}})
+        assert made.status_code == 400 and "may never use it" in made.text, (url, made.text)
+
+
 # -- metrics and the operational routes -----------------------------------------------------------------------
 def test_metrics_and_operational_routes(ams: Ams) -> None:
     v = ams.verify
@@ -377,3 +393,27 @@ def test_schema_routes_and_attach_check_what_the_library_publishes(ams: Ams) -> 
     assert ams.call("POST", f"/v1/projects/{PROJECT}/topics/schema-topic:detachSchema", "boss").status_code == 200
     assert "schema" not in boss.get_topic("schema-topic", **v)
     assert pub.publish("schema-topic", [AmsMessage(data=json.dumps({"age": 3}))], **v)["messageIds"]
+
+
+def test_another_projects_topic_and_schema_cannot_be_named(ams: Ams) -> None:
+    """On the AMS endpoint, the project admin of ams-e2e names another project's topic (to subscribe to it) and
+    schema (to attach it): 403 whether they exist or not. The library itself, for its own project, works."""
+    other = "ams-elsewhere"
+    admin = ams.client("admin")
+    admin.create_project(other, "another tenant", **ams.verify)
+    ArgoMessagingService(endpoint=ams.stack.ams_host, token=ADMIN_KEY, project=other).create_topic(
+        "theirs", **ams.verify)
+    assert ams.call("POST", f"/v1/projects/{other}/schemas/theirs", "admin", {
+        "type": "json", "schema": {"type": "object"}}).status_code == 200
+    boss = ams.client("boss")
+    boss.create_topic("mine", **ams.verify)
+    answers = []
+    for name in ("theirs", "no-such"):
+        made = ams.call("PUT", f"/v1/projects/{PROJECT}/subscriptions/cross-sub", "boss",
+                        {"topic": f"/projects/{other}/topics/{name}"})
+        attached = ams.call("POST", f"/v1/projects/{PROJECT}/topics/mine:attachSchema", "boss",
+                            {"schema": f"projects/{other}/schemas/{name}"})
+        answers.append([(made.status_code, made.json()), (attached.status_code, attached.json())])
+    assert answers[0] == answers[1] and {status for status, _ in answers[0]} == {403}, answers
+    sub = boss.create_sub("mine-sub", "mine", **ams.verify)  # positive control: the library in its own project
+    assert sub["name"] == f"/projects/{PROJECT}/subscriptions/mine-sub", sub

@@ -175,3 +175,63 @@ def test_google_iam_methods_view_the_acls(keys_stack: RunningStack, tokens: dict
         held = client.test_iam_permissions(request={"resource": TOPIC, "permissions": asked})
         assert list(held.permissions) == holds, who
     ok(keys_stack, "POST", f"/v1/{TOPIC}:modifyAcl", {"authorized_users": ["pub"]}, tokens["boss"])
+
+
+ELSEWHERE = "keys-elsewhere"
+AVRO = '{"type": "record", "name": "Row", "fields": [{"name": "a", "type": "string"}]}'
+
+
+@pytest.fixture(scope="module")
+def elsewhere(keys_stack: RunningStack) -> dict[str, str]:
+    """Another project's topic, subscription, snapshot and schema, made by the service admin."""
+    ok(keys_stack, "POST", f"/v1/projects/{ELSEWHERE}", {"description": "another tenant"})
+    names = {kind: f"projects/{ELSEWHERE}/{kind}/theirs" for kind in ("topics", "subscriptions", "snapshots",
+                                                                       "schemas")}
+    ok(keys_stack, "PUT", f"/v1/{names['topics']}", {})
+    ok(keys_stack, "PUT", f"/v1/{names['subscriptions']}", {"topic": names["topics"]})
+    ok(keys_stack, "PUT", f"/v1/{names['snapshots']}", {"subscription": names["subscriptions"]})
+    ok(keys_stack, "POST", f"/v1/projects/{ELSEWHERE}/schemas?schemaId=theirs", {"type": "AVRO", "definition": AVRO})
+    return names
+
+
+def test_a_project_admin_cannot_name_another_projects_resources(keys_stack: RunningStack, tokens: dict[str, str],
+                                                                 elsewhere: dict[str, str]) -> None:
+    """google-cloud-pubsub over REST as keys-project's admin: every body that names keys-elsewhere's topic,
+    snapshot or schema is 403, the same whether it exists or not; naming its own resources works."""
+    options, boss = client_options(keys_stack), Credentials(tokens["boss"])
+    subscriber = pubsub_v1.SubscriberClient(transport="rest", client_options=options, credentials=boss)
+    publisher = pubsub_v1.PublisherClient(transport="rest", client_options=options, credentials=boss)
+    schemas = pubsub_v1.SchemaServiceClient(transport="rest", client_options=options, credentials=boss)
+    mine = f"projects/{PROJECT}/subscriptions/mine-"
+    for ghost in (False, True):
+        def other(kind: str, ghost: bool = ghost) -> str:
+            return elsewhere[kind].replace("/theirs", "/no-such") if ghost else elsewhere[kind]
+
+        with pytest.raises(gexc.Forbidden):
+            subscriber.create_subscription(name=mine + "a", topic=other("topics"))
+        with pytest.raises(gexc.Forbidden):
+            subscriber.create_subscription(request={"name": mine + "b", "topic": TOPIC, "dead_letter_policy": {
+                "dead_letter_topic": other("topics"), "max_delivery_attempts": 5}})
+        with pytest.raises(gexc.Forbidden):
+            subscriber.seek(request={"subscription": SUB, "snapshot": other("snapshots")})
+        with pytest.raises(gexc.Forbidden):
+            publisher.create_topic(request={"name": f"projects/{PROJECT}/topics/typed", "schema_settings": {
+                "schema": other("schemas"), "encoding": "JSON"}})
+        with pytest.raises(gexc.Forbidden):
+            schemas.validate_message(request={"parent": f"projects/{PROJECT}", "name": other("schemas"),
+                                              "message": b'{"a": "x"}', "encoding": "JSON"})
+    with pytest.raises(gexc.Forbidden):  # nor read the other project's messages through a subscription
+        subscriber.pull(subscription=elsewhere["subscriptions"], max_messages=1)
+    made = subscriber.create_subscription(name=mine + "c", topic=TOPIC)  # positive control: its own topic
+    assert made.topic == TOPIC
+
+
+def test_keys_mode_applies_the_strict_push_rules(keys_stack: RunningStack) -> None:
+    """Without METRO_PUSH_STRICT, keys mode refuses what the deployed rules refuse: plain http, loopback, and
+    (whatever the rules) the emulator's reset route."""
+    ok(keys_stack, "PUT", "/v1/projects/keys-project/topics/push-rules", {})
+    for index, url in enumerate(("http://127.0.0.1:9/hook", "https://127.0.0.1:9/hook",
+                                 f"{keys_stack.emulator_url}/moto-api/reset")):
+        resp = call(keys_stack, "PUT", f"/v1/projects/keys-project/subscriptions/push-rules-{index}", ADMIN_KEY,
+                    {"topic": "projects/keys-project/topics/push-rules", "pushConfig": {"pushEndpoint": url}})
+        denied(resp, 400, "INVALID_ARGUMENT")

@@ -109,6 +109,20 @@ def test_strict_stack_allows_only_listed_service_accounts(strict_stack: RunningS
     assert status_of(at_create.value) == status_of(at_modify.value) == "PERMISSION_DENIED"
 
 
+def test_the_local_rules_refuse_the_emulator_and_metros_own_ports(stack: RunningStack) -> None:
+    """The emulator's ``/moto-api/reset`` as a push endpoint wiped every tenant's data."""
+    publisher, subscriber = clients(stack)
+    topic = publisher.topic_path(PROJECT, "own-ports")
+    publisher.create_topic(name=topic)
+    for index, url in enumerate((f"{stack.emulator_url}/moto-api/reset", f"{stack.url}/v1/projects",
+                                 f"https://{stack.ams_host}/v1/projects")):
+        name = subscriber.subscription_path(PROJECT, f"own-port-{index}")
+        with pytest.raises(gexc.BadRequest) as at_create:
+            subscriber.create_subscription(request={"name": name, "topic": topic,
+                                                    "push_config": {"push_endpoint": url}})
+        assert status_of(at_create.value) == "INVALID_ARGUMENT" and "may never use it" in at_create.value.message
+
+
 def test_crlf_attributes_are_delivered_once_and_acknowledged(stack: RunningStack) -> None:
     publisher, subscriber = clients(stack)
     webhook = Webhook()

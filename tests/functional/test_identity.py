@@ -161,14 +161,19 @@ def test_user_listings_page_filter_and_hide_secrets_from_project_admins(keys: Se
     assert shown["token"] == "" and shown["service_roles"] == [] and "created_by" not in shown
 
 
+OWN_PUSHER = f"pusher@{PROJECT}.iam.gserviceaccount.com"
+
+
 def test_push_identities_are_required_in_keys_mode(keys: Services) -> None:
     with_project(keys)
     keys.admin.create_topic(TOPIC, Topic())
     spec = Subscription.model_validate({"topic": TOPIC.path, "pushConfig": {
-        "pushEndpoint": "http://127.0.0.1:9/push", "oidcToken": {"serviceAccountEmail": "pusher@example.com"}}})
+        "pushEndpoint": "http://127.0.0.1:9/push", "oidcToken": {"serviceAccountEmail": OWN_PUSHER}}})
     with pytest.raises(PermissionDenied):
         keys.admin.create_subscription(SUB, spec)
-    keys.accounts.set_push_identities(PROJECT, PushIdentitiesRequest(("pusher@example.com",)))
+    with pytest.raises(PermissionDenied):  # a project registers only identities it owns
+        keys.accounts.set_push_identities(PROJECT, PushIdentitiesRequest(("pusher@example.com",)))
+    keys.accounts.set_push_identities(PROJECT, PushIdentitiesRequest((OWN_PUSHER,)))
     assert keys.admin.create_subscription(SUB, spec).spec.push_config is not None
 
 

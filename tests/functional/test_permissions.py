@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -33,7 +34,8 @@ OWN, OTHER, GHOST = "own-project", "other-project", "ghost-project"
 TOPIC, SUB = "t-acl", "s-acl"
 ENV = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1",
        "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled", "METRO_PULL_WAIT_SECONDS": "0", "METRO_PULL_LINGER_MS": "0",
-       "METRO_DIRECT_FANOUT": "0", "METRO_AUTH": "keys", "METRO_ADMIN_KEY": ADMIN_KEY}
+       "METRO_DIRECT_FANOUT": "0", "METRO_AUTH": "keys", "METRO_ADMIN_KEY": ADMIN_KEY,
+       "METRO_ACK_SECRET": secrets.token_urlsafe(32)}  # keys mode refuses the built-in one
 
 # The principals of the matrix: users of OWN with each role (publisher and consumer with and without the
 # ACL entry on t-acl and s-acl), the bootstrap service admin, no token, and a token Metro never issued.

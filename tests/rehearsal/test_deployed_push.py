@@ -7,7 +7,8 @@ Deployed, Metro pushes only to https endpoints at public addresses, unless the o
 (METRO_PUSH_ALLOW_LIST). The webhook here is on this machine, so the fixture does what an operator with a
 private endpoint does: it allows ``localhost`` on the API and push functions and makes them trust the webhook's
 certificate (SSL_CERT_FILE), and it puts their configuration back afterwards. Deployed, the service accounts
-push tokens may assert are the operator's too (METRO_PUSH_SERVICE_ACCOUNTS): the fixture lists the test's.
+push tokens may assert are the operator's too (METRO_PUSH_SERVICE_ACCOUNTS): the fixture assigns the test's
+to its project.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ def webhook(deployed: Deployed, tmp_path_factory: pytest.TempPathFactory) -> Ite
     saved = {f: lam.get_function_configuration(FunctionName=f)["Environment"]["Variables"] for f in functions}
     for function, variables in saved.items():
         set_environment(lam, function, {**variables, "METRO_PUSH_ALLOW_LIST": HOST,
-                                        "METRO_PUSH_SERVICE_ACCOUNTS": PUSHER,
+                                        "METRO_PUSH_SERVICE_ACCOUNTS": f"{PROJECT}={PUSHER}",
                                         "SSL_CERT_FILE": str(Path(folder / "cert.pem"))})
     yield server
     for function, variables in saved.items():

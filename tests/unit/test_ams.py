@@ -72,8 +72,10 @@ def test_names_and_shapes() -> None:
     assert ams.google_name("/projects/p/topics/t") == "projects/p/topics/t" == ams.google_name("projects/p/topics/t")
     pull = ams.push_config_wire("", None)
     assert pull["pushEndpoint"] == "" and pull["verified"] is False
-    push = ams.push_config_wire("https://h/", AmsPush(authorization_type="autogen", authorization_value="v"))
+    autogen = AmsPush(authorization_type="autogen", authorization_value="v")
+    push = ams.push_config_wire("https://h/", autogen, show_secret=True)
     assert push["authorizationHeader"] == {"type": "autogen", "value": "v"} and push["type"] == "http_endpoint"
+    assert ams.push_config_wire("https://h/", autogen)["authorizationHeader"] == {"type": "autogen"}  # by default
     received = ams.received_wire({"receivedMessages": [{"ackId": "a", "deliveryAttempt": 2, "message": {
         "messageId": "1", "publishTime": "t", "data": "ZA==", "orderingKey": "k", "attributes": {"x": "y"}}}]})
     assert received == {"receivedMessages": [{"ackId": "a", "message": {

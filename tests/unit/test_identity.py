@@ -3,6 +3,8 @@ configuration and the start-up refusals."""
 
 from __future__ import annotations
 
+import secrets
+
 import pytest
 
 from chalicelib.api.account_requests import acl_request, set_policy_request, user_request
@@ -144,8 +146,8 @@ def test_auth_configuration(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_start_up_refuses_missing_and_built_in_secrets() -> None:
     key = "k" * 40
     check_secrets(Config(auth_mode="open", deployed=False))
-    check_secrets(Config(auth_mode="keys", admin_key=key, deployed=False))
-    check_secrets(Config(auth_mode="keys", admin_key=key, deployed=True, ack_secret=b"a-real-secret"))
+    check_secrets(Config(auth_mode="keys", admin_key=key, deployed=False, ack_secret=secrets.token_bytes(32)))
+    check_secrets(Config(auth_mode="keys", admin_key=key, deployed=True, ack_secret=secrets.token_bytes(32)))
     for bad in (Config(auth_mode="keys", admin_key="", deployed=False),
                 Config(auth_mode="keys", admin_key="short", deployed=False),
                 Config(auth_mode="keys", admin_key=key, deployed=True),  # the built-in ack secret

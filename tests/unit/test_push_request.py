@@ -67,13 +67,13 @@ def test_push_tokens_are_reused_until_shortly_before_they_expire() -> None:
     from chalicelib.service.push_config import push_token
 
     config = Config(deployed=False, push_signing_key="")
-    first = push_token(config, "a@b.c", "aud", 1_000_000.0)
+    first = push_token(config, "proj", "a@b.c", "aud", 1_000_000.0)
     assert first is not None
-    assert push_token(config, "a@b.c", "aud", 1_000_100.0) == first
-    assert push_token(config, "a@b.c", "other", 1_000_100.0) != first
-    assert push_token(config, "a@b.c", "aud", 1_003_400.0) != first  # within 5 minutes of expiry: a new one
-    assert push_token(config, "a@b.c", "aud", 999_000.0) != first  # never a token issued in the future
-    assert push_token(Config(deployed=True, push_signing_key=""), "a@b.c", "aud", 1_000_000.0) is None
+    assert push_token(config, "proj", "a@b.c", "aud", 1_000_100.0) == first
+    assert push_token(config, "proj", "a@b.c", "other", 1_000_100.0) != first
+    assert push_token(config, "proj", "a@b.c", "aud", 1_003_400.0) != first  # within 5 minutes of expiry: a new one
+    assert push_token(config, "proj", "a@b.c", "aud", 999_000.0) != first  # never a token issued in the future
+    assert push_token(Config(deployed=True, push_signing_key=""), "proj", "a@b.c", "aud", 1_000_000.0) is None
 
 
 # -- noWrapper.writeMetadata: attributes as headers, safely ----------------------------------------------
@@ -130,14 +130,33 @@ def test_service_accounts_are_open_locally_and_listed_when_strict() -> None:
     from chalicelib.service.push_config import push_token, service_account_allowed
 
     local = Config(deployed=False, push_strict=False, push_service_accounts=())
-    assert service_account_allowed(local, "anyone@example.com")
+    assert service_account_allowed(local, "proj", "anyone@example.com")
     for closed in (Config(deployed=False, push_strict=True, push_service_accounts=()),
                    Config(deployed=True, push_service_accounts=())):
-        assert not service_account_allowed(closed, "anyone@example.com")
+        assert not service_account_allowed(closed, "proj", "anyone@example.com")
     listed = Config(deployed=False, push_strict=True, push_service_accounts=("pusher@metro.example",))
-    assert service_account_allowed(listed, "Pusher@Metro.Example")
-    assert not service_account_allowed(listed, "victim@example.com")
-    assert not service_account_allowed(Config(deployed=False, push_service_accounts=("a@b.c",)), "x@b.c")
+    assert service_account_allowed(listed, "proj", "Pusher@Metro.Example")
+    assert not service_account_allowed(listed, "proj", "victim@example.com")
+    assert not service_account_allowed(Config(deployed=False, push_service_accounts=("a@b.c",)), "proj", "x@b.c")
     # and again at delivery: no token for an identity Metro may not act as
-    assert push_token(listed, "victim@example.com", "aud", 1_000_000.0) is None
-    assert push_token(listed, "pusher@metro.example", "aud", 1_000_000.0) is not None
+    assert push_token(listed, "proj", "victim@example.com", "aud", 1_000_000.0) is None
+    assert push_token(listed, "proj", "pusher@metro.example", "aud", 1_000_000.0) is not None
+
+
+def test_in_keys_mode_a_project_names_only_service_accounts_it_owns() -> None:
+    from chalicelib.config import Config
+    from chalicelib.service.push_config import push_token, service_account_allowed
+
+    keys = Config(deployed=False, auth_mode="keys", push_service_accounts=("orders=ops@example.com",
+                                                                            "shared@example.com"))
+    assert service_account_allowed(keys, "orders", "push@orders.iam.gserviceaccount.com")
+    assert service_account_allowed(keys, "orders", "OPS@example.com")
+    assert not service_account_allowed(keys, "billing", "push@orders.iam.gserviceaccount.com")
+    assert not service_account_allowed(keys, "billing", "ops@example.com")
+    assert not service_account_allowed(keys, "orders", "shared@example.com")  # plain entries: open mode only
+    assert not service_account_allowed(keys, "orders", "@orders.iam.gserviceaccount.com")
+    assert push_token(keys, "billing", "push@orders.iam.gserviceaccount.com", "aud", 1_000_000.0) is None
+    assert push_token(keys, "orders", "push@orders.iam.gserviceaccount.com", "aud", 1_000_000.0) is not None
+    opened = Config(deployed=False, push_strict=True, push_service_accounts=("orders=ops@example.com",))
+    assert service_account_allowed(opened, "orders", "ops@example.com")
+    assert not service_account_allowed(opened, "billing", "ops@example.com")

@@ -4,7 +4,8 @@ JSON follows the Avro specification's JSON encoding, as Google's emulator checks
 null is an object with one key naming the branch (``{"int": 3}``), bytes and fixed are strings of code points
 0-255, fields without a default must be present, and fields the schema does not name are ignored. The JSON
 check is a tree of small functions built once per revision from the schema, so a message costs one
-``json.loads`` and one walk. BINARY is read with fastavro's schemaless reader and must be consumed exactly.
+``json.loads`` and one walk. BINARY is read with fastavro's schemaless reader and must be consumed exactly: its
+compiled reader, or its Python reader for a recursive schema (core/schemas/avro_shape.py says why).
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ from collections.abc import Callable
 from typing import Any
 
 import fastavro
+from fastavro import _read_py  # fastavro's reader in Python: recursion stops at Python's limit, not in C
 from fastavro.schema import SchemaParseException, UnknownType
 
+from chalicelib.core.schemas.avro_shape import read_shape
 from chalicelib.core.schemas.invalid import DefinitionInvalid, MessageInvalid, definition_json, message_json
 
 Check = Callable[[Any, str], None]  # (decoded JSON value, its path for messages) -> None or MessageInvalid
@@ -35,6 +38,8 @@ class AvroSchema:
             raise DefinitionInvalid(f"not a valid Avro schema: a type is missing its {exc.args[0]!r}") from None
         except (SchemaParseException, UnknownType, ValueError, TypeError, AttributeError) as exc:
             raise DefinitionInvalid(f"not a valid Avro schema: {exc}") from None
+        recursive = read_shape(self.parsed)
+        self._read = _read_py.schemaless_reader if recursive else fastavro.schemaless_reader
         try:
             self._check = _Builder().build(raw, namespace="")
         except KeyError as exc:  # fastavro lets a few omissions through (a record without fields)
@@ -48,7 +53,7 @@ class AvroSchema:
     def check_binary(self, data: bytes) -> None:
         buf = io.BytesIO(data)
         try:
-            fastavro.schemaless_reader(buf, self.parsed, None)
+            self._read(buf, self.parsed, None)
         except Exception as exc:  # fastavro raises many kinds (EOFError, ValueError, IndexError, ...)
             raise MessageInvalid(f"the data is not Avro binary of this schema ({type(exc).__name__})") from None
         if buf.tell() != len(data):

@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Protocol, cast
 
 from chalicelib.core.messages import NewMessage
+from chalicelib.core.schemas import budget
 from chalicelib.core.schemas.invalid import DefinitionInvalid, MessageInvalid
 from chalicelib.core.schemas.model import MAX_DEFINITION_BYTES, Encoding, SchemaRevision, SchemaSpec, SchemaType
 
@@ -94,13 +95,17 @@ class CompiledCache:
 def conforming(checkers: Sequence[tuple[SchemaRevision, Checker]], encoding: Encoding,
                messages: Sequence[NewMessage]) -> list[NewMessage]:
     """Each message checked against the revisions (newest first; the first that accepts it wins) and given the
-    attributes that say which revision that was; MessageInvalid names the first failing message's index."""
+    attributes that say which revision that was; MessageInvalid names the first failing message's index.
+
+    All the checks share one work budget, sized by the messages' bytes (core/schemas/budget.py): however many
+    messages and revisions, a request's checks cost time linear in its size."""
     out: list[NewMessage] = []
-    for index, message in enumerate(messages):
-        revision = _accepting(checkers, encoding, message.data, index)
-        attributes = {**message.attributes, SCHEMA_NAME: revision.name, SCHEMA_ENCODING: encoding.value,
-                      SCHEMA_REVISION: revision.revision_id}
-        out.append(NewMessage(message.data, attributes, message.ordering_key))
+    with budget.opened(budget.allowance(sum(len(message.data) for message in messages))):
+        for index, message in enumerate(messages):
+            revision = _accepting(checkers, encoding, message.data, index)
+            attributes = {**message.attributes, SCHEMA_NAME: revision.name, SCHEMA_ENCODING: encoding.value,
+                          SCHEMA_REVISION: revision.revision_id}
+            out.append(NewMessage(message.data, attributes, message.ordering_key))
     return out
 
 

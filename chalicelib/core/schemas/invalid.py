@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from chalicelib.core.errors import InvalidArgument
+from chalicelib.core.schemas.limits import MAX_DEFINITION_DEPTH
 
 
 class DefinitionInvalid(InvalidArgument):
@@ -31,11 +32,28 @@ class MessageInvalid(InvalidArgument):
 
 
 def definition_json(definition: str) -> Any:
-    """A definition written in JSON (Avro, JSON Schema), parsed."""
+    """A definition written in JSON (Avro, JSON Schema), parsed, and nested at most MAX_DEFINITION_DEPTH deep."""
     try:
-        return json.loads(definition)
+        value = json.loads(definition)
     except (ValueError, RecursionError) as exc:
         raise DefinitionInvalid(f"the definition is not JSON ({exc})") from None
+    if json_depth(value) > MAX_DEFINITION_DEPTH:
+        raise DefinitionInvalid(f"the definition is nested too deeply (at most {MAX_DEFINITION_DEPTH} levels of "
+                                "objects and arrays)")
+    return value
+
+
+def json_depth(value: Any) -> int:
+    """How deep objects and arrays nest in a parsed JSON value (a scalar is 0); no recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else None
+        if children is None:
+            continue
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return deepest
 
 
 def message_json(data: bytes) -> Any:

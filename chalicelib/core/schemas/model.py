@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Annotated, Any
 
 from chalicelib.core import names
 from chalicelib.core.errors import InvalidArgument
 from chalicelib.core.names import Name
+from chalicelib.core.references import READ_SCHEMA
 
 REVISION_SEPARATOR = "@"  # projects/p/schemas/s@{revision id} names one revision
 DELETED_SCHEMA = "_deleted-schema_"  # what a topic's schemaSettings.schema becomes when its schema is deleted
@@ -162,6 +163,6 @@ class ValidateMessageRequest:
 
     message: bytes
     encoding: Encoding
-    schema: Name | None = None
+    schema: Annotated[Name | None, READ_SCHEMA] = None
     revision_id: str = ""
     spec: SchemaSpec | None = None
