@@ -8,6 +8,10 @@ every scalar type, message and enum references (resolved by the descriptor pool,
 ``deprecated`` and ``json_name``, and ``option`` statements of the file and of messages (accepted, ignored:
 they do not change what a message may hold). Refused with INVALID_ARGUMENT naming the construct: ``import``,
 ``service``, ``rpc``, ``extend``, ``extensions``, ``group``, ``edition``, and any other field option.
+
+The text is data: nothing in it is read from a file or the network (no ``import``; options are skipped, never
+resolved), messages nest at most 32 deep and an enum holds at most MAX_ENUM_VALUES values; the tokenizer's
+expression cannot backtrack past the token it fails on.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from dataclasses import dataclass
 from google.protobuf import descriptor_pb2
 
 from chalicelib.core.schemas.invalid import DefinitionInvalid
+from chalicelib.core.schemas.limits import MAX_ENUM_VALUES
 
 FDP = descriptor_pb2.FieldDescriptorProto
 SCALARS = {
@@ -311,6 +316,8 @@ class ProtoReader:
             if self._skip_if("reserved"):
                 self._skip_option()
                 continue
+            if len(enum.value) == MAX_ENUM_VALUES:
+                raise DefinitionInvalid(f"enum {enum.name}: an enum may hold at most {MAX_ENUM_VALUES} values")
             value = enum.value.add(name=self._ident().text)
             self._expect("=")
             value.number = self._int()
