@@ -9,7 +9,7 @@ ARGS ?=
 RECORD ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install install-run run run-aws check test lint ruff mypy unit functional e2e compat spark \
+.PHONY: help install install-run clients run run-aws check test lint ruff mypy unit functional package-tests e2e compat spark \
         bench bench-quick bench-spark fuzz race chaos soak compact retention metrics replay deploy destroy policies \
         spark35 rehearse clean
 
@@ -41,6 +41,16 @@ $(DEV_STAMP): $(RUN_STAMP) requirements-dev.txt
 install-run: $(RUN_STAMP) ## Install what `make run` needs into .venv
 install: $(DEV_STAMP) ## Install everything (run, tests, lint, Spark, benchmarks) into .venv
 
+# The client libraries the examples use, at the versions requirements-dev.txt pins (the tests' own), resolved
+# together with what running needs so that neither moves the other's pins.
+CLIENT_PINS = $(shell grep -E '^(google-cloud-pubsub|google-api-python-client|argo-ams-library)==' requirements-dev.txt)
+$(VENV)/.installed-clients: requirements.txt requirements-run.txt requirements-dev.txt | $(BIN)/python
+	@echo "==> installing the client libraries into $(VENV): $(CLIENT_PINS)"
+	$(BIN)/python -m pip install --disable-pip-version-check -r requirements-run.txt $(CLIENT_PINS)
+	@touch $@
+
+clients: $(VENV)/.installed-clients ## Install Google's and AMS's client libraries into .venv (run the examples with .venv/bin/python)
+
 # --- running -----------------------------------------------------------------------------------------------------
 run: $(RUN_STAMP) ## Start the AWS emulator, the API on 127.0.0.1:$METRO_PORT (8085) and the trigger pumps
 	$(BIN)/python -m chalicelib.local
@@ -64,6 +74,9 @@ unit: $(DEV_STAMP) ## Unit tests: pure core, no AWS (-m unit)
 
 functional: $(DEV_STAMP) ## Functional tests: handlers and stores on in-process moto (-m functional)
 	$(PYTEST) -q -m functional
+
+package-tests: $(DEV_STAMP) ## Packaging tests: chalice package, cfn-lint, the bundle and the pyarrow layer (-m package)
+	$(PYTEST) -q -m package
 
 e2e: $(DEV_STAMP) ## End-to-end tests: the real stack as a subprocess, Google's clients (-m e2e)
 	$(PYTEST) -q -m e2e
@@ -95,12 +108,13 @@ check: lint ## The quick loop: ruff, mypy, unit and functional tests (well under
 	$(PYTEST) -q -n 2 -m "unit or functional"
 
 test: lint ## Everything CI runs: ruff, mypy, then every tier on two workers (about 5 minutes)
-	@echo "==> every test tier (unit, functional, e2e, compat, spark) on two workers"
+	@echo "==> every test tier (unit, functional, package, e2e, compat, spark) on two workers"
 	$(PYTEST) -q -n 2 --dist loadfile
 
 # --- benchmarks: they write under bench/out/ (untracked); RECORD=1 writes the tracked figures -------------------
-bench: $(DEV_STAMP) ## Benchmark scenarios on the embedded stack -> bench/out/ (RECORD=1: bench/results.json, chart)
+bench: $(DEV_STAMP) ## Benchmark scenarios on the embedded stack -> bench/out/ (RECORD=1: bench/results.json, chart, docs table)
 	$(BIN)/python -m bench.run $(if $(RECORD),--record) $(ARGS)
+	$(if $(RECORD),$(BIN)/python -m bench.table)
 
 bench-quick: $(DEV_STAMP) ## A few hundred messages per scenario (CI) -> bench/out/results-quick.json
 	$(BIN)/python -m bench.run --quick $(ARGS)

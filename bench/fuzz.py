@@ -31,7 +31,7 @@ from pathlib import Path
 import typer
 
 from bench.fuzz_seed import seed
-from chalicelib.api import openapi
+from chalicelib.api import registry
 from tests.stack import ROOT, RunningStack, start_stack
 
 OUT = ROOT / "bench" / "out"
@@ -96,7 +96,7 @@ def fuzz_mode(mode: str, examples: int, quick: bool, seed_value: int, include: s
         stack.stop()
     lines = tally.read_text().splitlines() if tally.exists() else []
     statuses = collections.Counter(line.split(" ", 1)[0] for line in lines)
-    described = {f"{op.method} {op.url}" for op in openapi.OPERATIONS}
+    described = {f"{op.http} {op.url}" for op in registry.METHODS}
     operations = {line.split(" ", 1)[1] for line in lines} & described
     summary = next((line.strip("= ") for line in reversed(proc.stdout.splitlines()) if " in " in line), "")
     return ModeResult(mode, len(lines), len(operations), dict(sorted(statuses.items())),

@@ -10,6 +10,29 @@ def _env(name: str, default: str) -> str:
     return os.environ.get(name, default)
 
 
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off"})
+
+
+def flag(name: str, default: bool) -> bool:
+    """A boolean variable: 1/0, true/false, yes/no or on/off in any case; unset or empty means ``default``.
+
+    Anything else refuses to start, naming the variable: a mistyped switch must not quietly mean on (or off)."""
+    raw = _env(name, "").strip()
+    if not raw:
+        return default
+    if raw.lower() in _TRUE:
+        return True
+    if raw.lower() in _FALSE:
+        return False
+    raise ValueError(f"{name} must be one of 1/0, true/false, yes/no, on/off (any case), not {raw!r}")
+
+
+def messages_stream_arn() -> str:
+    """METRO_MESSAGES_STREAM_ARN: the messages table's stream, which drives fan-out (set by the deploy)."""
+    return _env("METRO_MESSAGES_STREAM_ARN", "arn:aws:dynamodb:local")
+
+
 def log_level() -> str:
     """METRO_LOG_LEVEL: the level of Metro's loggers (``metro.*``)."""
     return _env("METRO_LOG_LEVEL", "INFO").strip().upper()
@@ -31,8 +54,7 @@ def _auth_cache_seconds() -> float:
 
 def _push_strict() -> bool:
     """METRO_PUSH_STRICT when it is set (``0`` opts a keys-mode stack out); otherwise on whenever keys are on."""
-    raw = _env("METRO_PUSH_STRICT", "").strip().lower()
-    return raw not in ("0", "false") if raw else _auth_mode() == "keys"
+    return flag("METRO_PUSH_STRICT", _auth_mode() == "keys")
 
 
 def _own_ports() -> tuple[int, ...]:
@@ -73,7 +95,7 @@ class Config:
     # Live usage counters: each process writes its tally at most this often (-1 turns them off; core/live.py).
     counter_flush_seconds: float = field(default_factory=lambda: float(_env("METRO_COUNTER_FLUSH_SECONDS", "10")))
     # Publish enqueues into the subscriptions' queues itself (the stream fans out only what it could not).
-    direct_fanout: bool = field(default_factory=lambda: _env("METRO_DIRECT_FANOUT", "1") not in ("0", "false"))
+    direct_fanout: bool = field(default_factory=lambda: flag("METRO_DIRECT_FANOUT", True))
     # Topics with more subscriptions than this are fanned out by the stream handler, not by publish.
     direct_fanout_max_subscriptions: int = field(
         default_factory=lambda: int(_env("METRO_DIRECT_FANOUT_MAX_SUBSCRIPTIONS", "20")))
@@ -167,7 +189,7 @@ class LocalConfig:
     # How often the local push pump re-reads the list of push subscriptions.
     push_refresh: float = field(default_factory=lambda: float(_env("METRO_PUSH_REFRESH_SECONDS", "1.0")))
     # Patch the in-process moto server's SQS clock (chalicelib/local/moto_speedups.py): same behaviour, faster.
-    moto_speedup: bool = field(default_factory=lambda: _env("METRO_MOTO_SPEEDUP", "1") not in ("0", "false"))
+    moto_speedup: bool = field(default_factory=lambda: flag("METRO_MOTO_SPEEDUP", True))
     maintenance_interval: float = field(default_factory=lambda: float(_env("METRO_MAINTENANCE_INTERVAL", "60")))
     # How often the local dead-letter sweep runs (deployed: every minute, with the maintenance function).
     dead_letter_sweep_interval: float = field(default_factory=lambda: float(_env("METRO_DEAD_LETTER_SWEEP_SECONDS",

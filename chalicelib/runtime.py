@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import logging
 from dataclasses import dataclass
 
 from chalicelib import config
@@ -13,6 +12,7 @@ from chalicelib.service.accounts import AccountService
 from chalicelib.service.admin import AdminService
 from chalicelib.service.ams import AmsService
 from chalicelib.service.context import Context
+from chalicelib.service.health import HealthService
 from chalicelib.service.offsets import OffsetService
 from chalicelib.service.publish import PublishService
 from chalicelib.service.pull import PullService
@@ -23,7 +23,6 @@ from chalicelib.service.snapshots import SnapshotService
 from chalicelib.service.usage import UsageService
 from chalicelib.store.secrets import load_secrets
 
-log = logging.getLogger("metro.runtime")
 MIN_ADMIN_KEY_CHARS = 32
 
 
@@ -42,6 +41,7 @@ class Services:
     offsets: OffsetService
     schemas: SchemaService
     topic_schemas: TopicSchemas
+    health: HealthService
 
     @classmethod
     def build(cls, ctx: Context) -> Services:
@@ -50,12 +50,12 @@ class Services:
         topic_schemas = TopicSchemas(ctx, schemas.compiled)  # publish and validateMessage share compiled revisions
         return cls(ctx, admin, PublishService(ctx, topic_schemas), PullService(ctx), UsageService(ctx), access,
                    AccountService(ctx, access), seek, SnapshotService(ctx), AmsService(ctx, admin),
-                   OffsetService(ctx, admin, seek), schemas, topic_schemas)
+                   OffsetService(ctx, admin, seek), schemas, topic_schemas, HealthService(ctx))
 
 
 def check_secrets(cfg: config.Config) -> None:
     """Refuse to start with an unknown auth mode, keys mode without a real admin key or on the built-in (or an
-    empty) ack secret, or a deployed Metro on the built-in local secret; warn about a deployed stage left open."""
+    empty) ack secret, a deployed Metro on the built-in local secret, or a deployed Metro in open mode."""
     if cfg.auth_mode not in ("open", "keys"):
         raise RuntimeError(f"METRO_AUTH must be 'open' or 'keys', not {cfg.auth_mode!r}")
     if cfg.auth_mode == "keys" and len(cfg.admin_key) < MIN_ADMIN_KEY_CHARS:
@@ -69,7 +69,8 @@ def check_secrets(cfg: config.Config) -> None:
     if cfg.deployed and cfg.ack_secret == config.LOCAL_ACK_SECRET.encode():
         raise RuntimeError("METRO_ACK_SECRET must be set to a real secret when deployed (METRO_MODE=aws)")
     if cfg.deployed and cfg.auth_mode == "open":
-        log.warning("METRO_AUTH=open on a deployed stage: every caller is service_admin of every project")
+        raise RuntimeError("METRO_AUTH=open is for the local stack only: deployed (METRO_MODE=aws), every caller "
+                           "would be service_admin of every project. Deploy with METRO_AUTH=keys (the default).")
 
 
 def with_stored_secrets(cfg: config.Config) -> config.Config:

@@ -60,8 +60,8 @@ class Target:
 
 
 def stage_auth(stage: str, config_file: Path = ROOT / ".chalice" / "config.json") -> str:
-    """The stage's METRO_AUTH as .chalice/config.json sets it (keys when unset: a deployed stage is never open
-    unless its configuration says so)."""
+    """The stage's METRO_AUTH as .chalice/config.json sets it (keys when unset); a stage configured open is not
+    deployed, since a deployed Metro refuses to start in open mode."""
     doc = json.loads(config_file.read_text())
     env = {**doc.get("environment_variables", {}), **doc.get("stages", {}).get(stage, {}).get(
         "environment_variables", {})}
@@ -267,10 +267,11 @@ def deploy(
     alarm_topic_arn: str = typer.Option("", help="SNS topic told when the fan-out DLQ holds records"),
 ) -> None:
     """Create or update the stage; exit 0 with "no changes" when everything is already deployed."""
+    if stage_auth(stage) == "open":  # the deployed functions would refuse to start (runtime.check_secrets)
+        typer.echo(f"stage {stage} is configured with METRO_AUTH=open, which a deployed Metro refuses (every caller "
+                   "would be the service admin of every project): remove it, keys mode is the default", err=True)
+        raise typer.Exit(1)
     t = target(stage, _region(region))
-    if stage_auth(stage) == "open":
-        typer.echo(f"WARNING: stage {stage} is configured with METRO_AUTH=open: every caller will be the "
-                   "service admin of every project", err=True)
     settings = {"parallelization_factor": parallelization_factor,
                 "maximum_retry_attempts": maximum_retry_attempts, "alarm_topic_arn": alarm_topic_arn}
     with tempfile.TemporaryDirectory(prefix="metro-package-") as workdir:

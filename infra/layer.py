@@ -27,7 +27,7 @@ EXCLUDED = re.compile(
 # Lambda's python3.11 runtime runs on Amazon Linux 2 (glibc 2.26): only manylinux2014 (glibc 2.17) wheels load
 # there. pyarrow publishes manylinux_2_28 wheels only from 21.0 on, so the layer keeps the last release with a
 # manylinux2014 wheel; it reads the Parquet files the Spark jobs write with the newer pyarrow of requirements-dev.txt
-# (tests/unit/test_lambda_layer.py reads an archive file with this very wheel).
+# (tests/package/test_lambda_layer.py reads an archive file with this very wheel).
 LAYER_PYARROW = "20.0.0"
 LAMBDA_PLATFORM = ("--platform", "manylinux2014_x86_64", "--python-version", "3.11", "--implementation", "cp",
                    "--only-binary=:all:")

@@ -74,8 +74,9 @@ def replay_args(args: list[str]) -> list[str]:
     from chalicelib.config import Config
     from chalicelib.core import names
     from chalicelib.store.resources import ResourceStore
+    from chalicelib.store.workers import Workers
 
-    rec = ResourceStore(Config()).require_subscription(names.parse(sub, "subscriptions"))
+    rec = ResourceStore(Config(), Workers()).require_subscription(names.parse(sub, "subscriptions"))
     extra = ["--topic", rec.spec.topic, "--queue-url", rec.queue_url]
     if rec.spec.filter and "--filter" not in rest:
         extra += ["--filter", rec.spec.filter]

@@ -1,8 +1,9 @@
 """Test tiers: every test is marked with the directory it lives in, so ``pytest -m <tier>`` picks a tier.
 
-unit (pure core, no AWS), functional (handlers and stores on in-process moto), e2e (the real local stack over
-HTTP), compat (side by side with Google's emulator), spark (the PySpark jobs on local[2]), rehearsal (the
-packaged artifact deployed into an emulator: collected only under ``make rehearse``, which sets
+unit (pure core, no AWS), functional (handlers and stores on in-process moto), package (``chalice package``, the
+merged templates under cfn-lint, the bundle and the pyarrow layer: slow, so not in ``make check``), e2e (the real
+local stack over HTTP), compat (side by side with Google's emulator), spark (the PySpark jobs on local[2]),
+rehearsal (the packaged artifact deployed into an emulator: collected only under ``make rehearse``, which sets
 ``METRO_REHEARSAL_URL``; infra/rehearse.py).
 
 When the ``-m`` expression names tiers only (``unit or functional``, ``not spark``), the directories it cannot
@@ -18,7 +19,7 @@ from pathlib import Path
 import pytest
 
 TESTS = Path(__file__).resolve().parent
-TIERS = ("unit", "functional", "e2e", "compat", "spark", "rehearsal")
+TIERS = ("unit", "functional", "package", "e2e", "compat", "spark", "rehearsal")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _OPERATORS = {"and", "or", "not"}
 

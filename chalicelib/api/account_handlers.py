@@ -1,13 +1,15 @@
 """Handlers of the identity routes (ARGO Messaging Service's projects, users and members API) and their
-(HTTP method, verb) tables; api/routes.py dispatches to them as to api/handlers.py.
+declarations (``METHODS``, api/methods.py); api/routes.py dispatches to them as to api/handlers.py.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
 from chalicelib.api import account_requests
-from chalicelib.api.handlers import CollectionHandler, Incoming, Result, project_metrics
+from chalicelib.api import permissions as P
+from chalicelib.api.handlers import Incoming, Result
+from chalicelib.api.methods import Method
 from chalicelib.core import names
 from chalicelib.core.responses import EMPTY
 from chalicelib.runtime import services
@@ -111,31 +113,40 @@ def remove_member(member: Member, incoming: Incoming) -> Result:
     return EMPTY
 
 
-# -- route tables ---------------------------------------------------------------------------------------
-PROJECTS: Mapping[tuple[str, str], CollectionHandler] = {("GET", ""): list_projects}
-PROJECT: Mapping[tuple[str, str], CollectionHandler] = {
-    ("POST", ""): create_project,
-    ("GET", ""): get_project,
-    ("PUT", ""): update_project,
-    ("DELETE", ""): delete_project,
-    ("GET", "metrics"): project_metrics,
-    ("GET", "pushIdentities"): push_identities,
-    ("POST", "modifyPushIdentities"): modify_push_identities,
-}
-MEMBERS: Mapping[tuple[str, str], CollectionHandler] = {("GET", ""): list_members}
-MEMBER: Mapping[tuple[str, str], MemberHandler] = {
-    ("GET", ""): get_member,
-    ("POST", ""): create_member,
-    ("PUT", ""): update_member,
-    ("POST", "add"): add_member,
-    ("POST", "remove"): remove_member,
-}
-USERS: Mapping[tuple[str, str], CollectionHandler] = {("GET", ""): list_users}
-USER: Mapping[tuple[str, str], CollectionHandler] = {
-    ("GET", "profile"): profile,
-    ("POST", ""): create_user,
-    ("GET", ""): get_user,
-    ("PUT", ""): update_user,
-    ("DELETE", ""): delete_user,
-    ("POST", "refreshToken"): refresh_token,
-}
+# -- the methods -----------------------------------------------------------------------------------------
+PAGE = ("pageSize", "pageToken")
+METHODS: tuple[Method, ...] = (
+    Method(P.PROJECTS, "GET", "", list_projects, P.SERVICE_ADMIN, "List projects", "AmsProjects"),
+    Method(P.PROJECT, "POST", "", create_project, P.SERVICE_ADMIN, "Create a project", "AmsProject",
+           body="ProjectRequest"),
+    Method(P.PROJECT, "GET", "", get_project, P.PROJECT_ADMIN, "Get a project", "AmsProject"),
+    Method(P.PROJECT, "PUT", "", update_project, P.SERVICE_ADMIN, "Update a project's description", "AmsProject",
+           body="ProjectRequest"),
+    Method(P.PROJECT, "DELETE", "", delete_project, P.SERVICE_ADMIN, "Delete a project and everything in it"),
+    Method(P.PROJECT, "GET", "pushIdentities", push_identities, P.PROJECT_ADMIN,
+           "Service accounts push subscriptions may sign as", "PushIdentities"),
+    Method(P.PROJECT, "POST", "modifyPushIdentities", modify_push_identities, P.PROJECT_ADMIN,
+           "Replace the project's push identities", "PushIdentities", body="PushIdentitiesRequest"),
+    Method(P.MEMBERS, "GET", "", list_members, P.PROJECT_ADMIN, "List the project's members", "AmsUsers",
+           query=PAGE),
+    Method(P.MEMBER, "GET", "", get_member, P.PROJECT_ADMIN, "Get a project member", "AmsUser"),
+    Method(P.MEMBER, "POST", "", create_member, P.PROJECT_ADMIN, "Create a user as a member of the project",
+           "AmsUser", body="UserRequest"),
+    Method(P.MEMBER, "PUT", "", update_member, P.PROJECT_ADMIN, "Change a member's roles in the project", "AmsUser",
+           body="UserRequest"),
+    Method(P.MEMBER, "POST", "add", add_member, P.PROJECT_ADMIN, "Add an existing user to the project", "AmsUser",
+           body="MemberRolesRequest"),
+    Method(P.MEMBER, "POST", "remove", remove_member, P.PROJECT_ADMIN, "Remove a user from the project",
+           body="Empty"),
+    Method(P.USERS, "GET", "", list_users, P.SERVICE_ADMIN, "List users", "AmsUsers",
+           query=(*PAGE, "project")),
+    Method(P.USER, "GET", account_requests.PROFILE, profile, P.AUTHENTICATED, "The caller's own user", "AmsUser",
+           path="/v1/users/profile"),
+    Method(P.USER, "POST", "", create_user, P.SERVICE_ADMIN, "Create a user (its token is in the answer)",
+           "AmsUser", body="UserRequest"),
+    Method(P.USER, "GET", "", get_user, P.SERVICE_ADMIN, "Get a user", "AmsUser"),
+    Method(P.USER, "PUT", "", update_user, P.SERVICE_ADMIN, "Update a user", "AmsUser", body="UserRequest"),
+    Method(P.USER, "DELETE", "", delete_user, P.SERVICE_ADMIN, "Delete a user"),
+    Method(P.USER, "POST", "refreshToken", refresh_token, P.SERVICE_ADMIN,
+           "Issue a new token for a user (the old one stops working)", "AmsUser", body="Empty"),
+)

@@ -30,6 +30,8 @@ MAX_LIST = 1000
 MAX_PAGE_SIZE_DIGITS = 9
 _USER_TEXT = ("email", "first_name", "last_name", "organization", "description")
 
+PROFILE = "profile"  # GET /v1/users/profile is the caller's own user: no user may take that name
+
 
 def _object(body: Any) -> dict[str, Any]:
     if not isinstance(body, dict):
@@ -57,7 +59,7 @@ def _strings(body: Mapping[str, Any], key: str) -> tuple[str, ...] | None:
 
 
 def user_name(raw: str) -> str:
-    if not _USER_NAME.match(raw) or raw == "profile":  # /v1/users/profile is the caller's own user
+    if not _USER_NAME.match(raw) or raw == PROFILE:
         raise InvalidArgument(f"Invalid user name: {raw[:100]!r}")
     return raw
 

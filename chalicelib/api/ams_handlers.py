@@ -1,6 +1,6 @@
 """The ARGO Messaging Service dialect's handlers: where AMS's request or response shape differs from
-Google's, the (route, method, verb) is served here instead of by api/handlers.py; every other pair is served
-by the same handler for both dialects. api/routes.py picks the table from the endpoint's dialect.
+Google's, the method is served here instead of by api/handlers.py (``AMS_SHAPES``); every other method is
+served by the same handler for both dialects. api/routes.py picks the handler from the endpoint's dialect.
 
 AMS's own verbs (``:verifyPushEndpoint`` and, for the operational routes, ``/v1/status``...) are also here;
 they answer on both endpoints, as ``:acl`` and ``:metrics`` do.
@@ -11,8 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from chalicelib.api import ams_schemas, handlers, permissions, requests
-from chalicelib.api.handlers import Handler, Incoming, Result
+from chalicelib.api import ams_schemas, handlers, requests, schema_handlers
+from chalicelib.api import permissions as P
+from chalicelib.api.handlers import Incoming, Result
+from chalicelib.api.methods import Method
 from chalicelib.api.references import authorized
 from chalicelib.core import ams, names, offsets
 from chalicelib.core.errors import InvalidArgument
@@ -60,7 +62,7 @@ def topic_wire(topic: Topic) -> dict[str, Any]:
 def create_topic(name: Name, incoming: Incoming) -> Result:
     """AMS's body is empty, or ``{"schema": "projects/p/schemas/s"}``."""
     body = incoming.body or {}
-    if isinstance(body, dict) and set(body) == {"schema"}:
+    if set(body) == {"schema"}:
         topic = Topic(schema_settings=ams_schemas.settings_for(incoming, body["schema"]))
     else:
         topic = authorized(incoming, requests.topic_request(body, name))
@@ -125,15 +127,14 @@ def pull(name: Name, incoming: Incoming) -> Result:
 def modify_ack_deadline(name: Name, incoming: Incoming) -> Result:
     """With ack ids, Google's per-message call; without, AMS's subscription-wide deadline."""
     body = incoming.body
-    if isinstance(body, dict) and ("ackIds" in body or "ack_ids" in body):
+    if "ackIds" in body or "ack_ids" in body:
         return handlers.modify_ack_deadline(name, incoming)
-    services().ams.set_ack_deadline(name, int_field(body if isinstance(body, dict) else {}, "ackDeadlineSeconds",
-                                                    "ack_deadline_seconds"))
+    services().ams.set_ack_deadline(name, int_field(body, "ackDeadlineSeconds", "ack_deadline_seconds"))
     return EMPTY
 
 
 def modify_push_config(name: Name, incoming: Incoming) -> Result:
-    body = incoming.body if isinstance(incoming.body, dict) else {}
+    body = incoming.body
     services().ams.modify_push_config(name, ams.push_request(body.get("pushConfig", body.get("push_config"))))
     return EMPTY
 
@@ -152,31 +153,36 @@ def time_to_offset(name: Name, incoming: Incoming) -> Result:
 
 
 def modify_offset(name: Name, incoming: Incoming) -> Result:
-    body = incoming.body if isinstance(incoming.body, dict) else {}
-    services().offsets.modify_offset(name, offsets.offset_value(body.get("offset")))
+    services().offsets.modify_offset(name, offsets.offset_value(incoming.body.get("offset")))
     return EMPTY
 
 
-# -- tables ---------------------------------------------------------------------------------------------
-# AMS's verbs, served on both endpoints (api/routes.py adds them to Google's tables).
-SUBSCRIPTION_VERBS: Mapping[tuple[str, str], Handler] = {
-    ("POST", "verifyPushEndpoint"): verify_push_endpoint,
-    ("GET", "offsets"): get_offsets,
-    ("GET", "timeToOffset"): time_to_offset,
-    ("POST", "modifyOffset"): modify_offset,
-}
-# (route, method, verb) -> the AMS dialect's handler where its shape differs from Google's.
-OVERRIDES: Mapping[tuple[str, str, str], Any] = {
-    (permissions.TOPIC, "PUT", ""): create_topic,
-    (permissions.TOPIC, "GET", ""): get_topic,
-    (permissions.TOPICS, "GET", ""): list_topics,
-    (permissions.TOPIC_SUBSCRIPTIONS, "GET", ""): topic_subscriptions,
-    (permissions.SUBSCRIPTION, "PUT", ""): create_subscription,
-    (permissions.SUBSCRIPTION, "GET", ""): get_subscription,
-    (permissions.SUBSCRIPTIONS, "GET", ""): list_subscriptions,
-    (permissions.SUBSCRIPTION, "POST", "pull"): pull,
-    (permissions.SUBSCRIPTION, "POST", "modifyAckDeadline"): modify_ack_deadline,
-    (permissions.SUBSCRIPTION, "POST", "modifyPushConfig"): modify_push_config,
-    (permissions.SCHEMA, "GET", ""): ams_schemas.get_schema,
-    (permissions.SCHEMAS, "GET", ""): ams_schemas.list_schemas,
+# -- declarations ---------------------------------------------------------------------------------------
+# AMS's verbs, served on both endpoints.
+S = "subscriptions"
+METHODS: tuple[Method, ...] = (
+    Method(P.SUBSCRIPTION, "POST", "verifyPushEndpoint", verify_push_endpoint, P.SUBSCRIPTION_ADMIN,
+           "Verify the push endpoint's ownership (AMS)", body="Empty", tag=S),
+    Method(P.SUBSCRIPTION, "GET", "offsets", get_offsets, P.CONSUME, "The subscription's offsets (AMS)", "Offsets",
+           tag=S),
+    Method(P.SUBSCRIPTION, "GET", "timeToOffset", time_to_offset, P.CONSUME,
+           "The offset of the first message published at or after time (AMS)", "Offset", query=("time",),
+           required=("time",), tag=S),
+    Method(P.SUBSCRIPTION, "POST", "modifyOffset", modify_offset, P.CONSUME,  # a seek, as Google's :seek
+           "Move the subscription to an offset: a seek (AMS)", body="ModifyOffsetRequest", tag=S),
+)
+# The method both dialects share -> the AMS dialect's handler, where AMS's shapes differ from Google's.
+AMS_SHAPES: Mapping[Any, Any] = {
+    handlers.create_topic: create_topic,
+    handlers.get_topic: get_topic,
+    handlers.list_topics: list_topics,
+    handlers.topic_subscriptions: topic_subscriptions,
+    handlers.create_subscription: create_subscription,
+    handlers.get_subscription: get_subscription,
+    handlers.list_subscriptions: list_subscriptions,
+    handlers.pull: pull,
+    handlers.modify_ack_deadline: modify_ack_deadline,
+    handlers.modify_push_config: modify_push_config,
+    schema_handlers.get_schema: ams_schemas.get_schema,
+    schema_handlers.list_schemas: ams_schemas.list_schemas,
 }

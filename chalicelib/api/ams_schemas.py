@@ -11,11 +11,12 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Mapping
 from typing import Any
 
+from chalicelib.api import permissions as P
 from chalicelib.api import requests
 from chalicelib.api.handlers import Incoming, Result
+from chalicelib.api.methods import Method
 from chalicelib.api.references import authorize_name
 from chalicelib.api.schema_requests import SchemaRef
 from chalicelib.core import ams, names
@@ -29,12 +30,6 @@ from chalicelib.runtime import services
 
 _TYPES = {"json": SchemaType.JSON_SCHEMA, "avro": SchemaType.AVRO}
 _NAMES = {SchemaType.JSON_SCHEMA: "json", SchemaType.AVRO: "avro", SchemaType.PROTOCOL_BUFFER: "protobuf"}
-
-
-def _object(body: Any) -> dict[str, Any]:
-    if not isinstance(body, dict):
-        raise InvalidArgument("Invalid JSON payload received: the request must be a JSON object")
-    return body
 
 
 def schema_wire(record: SchemaRecord) -> dict[str, Any]:
@@ -63,7 +58,7 @@ def _spec(body: dict[str, Any], current: SchemaSpec | None = None) -> SchemaSpec
 
 # -- projects/{p}/schemas/{s} -------------------------------------------------------------------------------
 def create_schema(ref: SchemaRef, incoming: Incoming) -> Result:
-    services().schemas.create(ref.name, _spec(_object(incoming.body)))
+    services().schemas.create(ref.name, _spec(incoming.body))
     return schema_wire(services().schemas.record(ref.name))
 
 
@@ -73,7 +68,7 @@ def get_schema(ref: SchemaRef, incoming: Incoming) -> Result:
 
 def update_schema(ref: SchemaRef, incoming: Incoming) -> Result:
     """A new revision with the given type and definition (AMS's rename is not supported)."""
-    body = _object(incoming.body)
+    body = incoming.body
     if body.get("name") not in (None, "", ref.name.path):
         raise InvalidArgument("Renaming a schema is not supported by Metro")
     current = services().schemas.record(ref.name).head.spec
@@ -83,7 +78,7 @@ def update_schema(ref: SchemaRef, incoming: Incoming) -> Result:
 
 def validate_message(ref: SchemaRef, incoming: Incoming) -> Result:
     """A JSON schema validates the body itself; an Avro schema the base64 ``data`` field (binary encoding)."""
-    body = _object(incoming.body)
+    body = incoming.body
     schema_type = services().schemas.record(ref.name).head.type
     if schema_type is SchemaType.JSON_SCHEMA:
         message, encoding = json.dumps(body).encode(), Encoding.JSON
@@ -114,7 +109,7 @@ def settings_for(incoming: Incoming, schema: object) -> SchemaSettings:
 
 
 def attach_schema(name: Name, incoming: Incoming) -> Result:
-    services().topic_schemas.attach(name, settings_for(incoming, _object(incoming.body).get("schema")))
+    services().topic_schemas.attach(name, settings_for(incoming, incoming.body.get("schema")))
     return EMPTY
 
 
@@ -123,13 +118,20 @@ def detach_schema(name: Name, incoming: Incoming) -> Result:
     return EMPTY
 
 
-# AMS's verbs, on both endpoints (api/routes.py adds them to the schema and topic tables).
-SCHEMA_VERBS: Mapping[tuple[str, str], Any] = {
-    ("POST", ""): create_schema,
-    ("PUT", ""): update_schema,
-    ("POST", "validate"): validate_message,
-}
-TOPIC_VERBS: Mapping[tuple[str, str], Any] = {
-    ("POST", "attachSchema"): attach_schema,
-    ("POST", "detachSchema"): detach_schema,
-}
+# AMS's verbs, on both endpoints.
+TAG = "schemas"
+METHODS: tuple[Method, ...] = (
+    Method(P.SCHEMA, "POST", "", create_schema, P.PROJECT_ADMIN,
+           "Create a schema (AMS: lower-case type, definition as a JSON object)", "AmsSchema", body="AmsSchemaRequest",
+           tag=TAG),
+    Method(P.SCHEMA, "PUT", "", update_schema, P.PROJECT_ADMIN,
+           "A new revision from AMS's shape (omitted type or schema: the current one)", "AmsSchema",
+           body="AmsSchemaUpdate", tag=TAG),
+    Method(P.SCHEMA, "POST", "validate", validate_message, P.PROJECT_MEMBER,
+           "Check a message against the schema (AMS: a JSON body, or Avro's base64 data)", "AmsValidated",
+           body="AmsMessage", tag=TAG),
+    Method(P.TOPIC, "POST", "attachSchema", attach_schema, P.TOPIC_ADMIN, "Attach a schema to the topic (AMS)",
+           body="AttachSchemaRequest", tag="topics"),
+    Method(P.TOPIC, "POST", "detachSchema", detach_schema, P.TOPIC_ADMIN, "Detach the topic's schema (AMS)",
+           body="Empty", tag="topics"),
+)

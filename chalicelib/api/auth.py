@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from chalice.app import Request
-
 from chalicelib.api.permissions import IN_PROJECT, SERVICE, Rule
 from chalicelib.core import names
 from chalicelib.core.errors import InvalidArgument, PermissionDenied
@@ -31,13 +29,6 @@ def credentials(headers: Mapping[str, str], params: Mapping[str, str]) -> str:
     if authorization[:len(_BEARER)].lower() == _BEARER:
         return authorization[len(_BEARER):].strip()
     return params.get("key", "")
-
-
-def authenticate(request: Request) -> Principal:
-    access = services().access
-    if access.open:  # no header is read: open mode ignores whatever a client sends
-        return access.authenticate("")
-    return access.authenticate(credentials(request.headers or {}, request.query_params or {}))
 
 
 def authorize(principal: Principal, rule: Rule | None, project: str, resource_id: str) -> None:

@@ -1,6 +1,6 @@
-"""One function per API method: parse the request into a typed value (api/requests.py), call one use case,
-return its typed result. The route tables map (HTTP method, verb) to these functions; api/routes.py
-dispatches and api/http.py renders.
+"""One function per API method of Google's topics and subscriptions (and the ACL views of both): parse the
+request into a typed value (api/requests.py), call one use case, return its typed result. ``METHODS``
+declares each (api/methods.py); api/routes.py dispatches and api/http.py renders.
 """
 
 from __future__ import annotations
@@ -10,6 +10,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from chalicelib.api import account_requests, requests, snapshot_requests
+from chalicelib.api import permissions as P
+from chalicelib.api.methods import Method
+from chalicelib.api.permissions import Rule
 from chalicelib.api.references import authorized
 from chalicelib.core.identity import OPEN_PRINCIPAL, Principal
 from chalicelib.core.models import Subscription
@@ -21,15 +24,16 @@ from chalicelib.runtime import services
 
 @dataclass(frozen=True)
 class Incoming:
-    """A request as a handler sees it: the JSON body (``{}`` for GET and DELETE), the query parameters, and
-    the principal it acts as (already authorized for the route by api/routes.py)."""
+    """A request as a handler sees it: the JSON object of its body (``{}`` for GET and DELETE; api/routes.py
+    refuses any other JSON value), the query parameters, and the principal it acts as (already authorized for
+    the method by api/routes.py)."""
 
-    body: Any
+    body: dict[str, Any]
     params: Mapping[str, str]
     principal: Principal = OPEN_PRINCIPAL
 
 
-Result = ToWire | dict[str, Any]  # pull's results are still plain JSON objects
+Result = ToWire | dict[str, Any]  # AMS's shapes are plain JSON objects
 Handler = Callable[[Name, Incoming], Result]
 CollectionHandler = Callable[[str, Incoming], Result]
 
@@ -160,45 +164,67 @@ def test_iam_permissions(name: Name, incoming: Incoming) -> Result:
     return services().access.test_permissions(incoming.principal, name, query)
 
 
-ACL: Mapping[tuple[str, str], Handler] = {
-    ("GET", "acl"): get_acl,
-    ("POST", "modifyAcl"): modify_acl,
-    ("GET", "getIamPolicy"): get_iam_policy,
-    ("POST", "getIamPolicy"): get_iam_policy,
-    ("POST", "setIamPolicy"): set_iam_policy,
-    ("POST", "testIamPermissions"): test_iam_permissions,
-}
+def acl_methods(route: str, kind: str, admin: Rule, member: Rule) -> tuple[Method, ...]:
+    """AMS's ``:acl``/``:modifyAcl`` and Google's IAM methods, on a topic or a subscription."""
+    return (
+        Method(route, "GET", "acl", get_acl, admin, f"The users on the {kind}'s ACL (AMS)", "AuthorizedUsers",
+               tag=ACL_TAG),
+        Method(route, "POST", "modifyAcl", modify_acl, admin, f"Replace the {kind}'s ACL (AMS)", body="AclRequest",
+               tag=ACL_TAG),
+        Method(route, "GET", "getIamPolicy", get_iam_policy, admin, f"The {kind}'s ACL as an IAM policy", "Policy",
+               tag=ACL_TAG),
+        Method(route, "POST", "getIamPolicy", get_iam_policy, admin, f"The {kind}'s ACL as an IAM policy", "Policy",
+               body="GetIamPolicyRequest", tag=ACL_TAG),
+        Method(route, "POST", "setIamPolicy", set_iam_policy, admin, f"Replace the {kind}'s ACL from an IAM policy",
+               "Policy", body="SetIamPolicyRequest", tag=ACL_TAG),
+        Method(route, "POST", "testIamPermissions", test_iam_permissions, member,
+               f"Which of the given permissions the caller holds on the {kind}", "TestIamPermissionsResponse",
+               body="TestIamPermissionsRequest", tag=ACL_TAG),
+    )
 
 
-# -- route tables: (HTTP method, verb after the colon) -> handler ---------------------------------------
-TOPIC: Mapping[tuple[str, str], Handler] = {
-    ("PUT", ""): create_topic,
-    ("GET", ""): get_topic,
-    ("PATCH", ""): patch_topic,
-    ("DELETE", ""): delete_topic,
-    ("POST", "publish"): publish,
-    ("GET", "metrics"): topic_metrics,
-    **ACL,
-}
-TOPIC_SUBSCRIPTIONS: Mapping[tuple[str, str], Handler] = {
-    ("GET", ""): topic_subscriptions,
-}
-SUBSCRIPTION: Mapping[tuple[str, str], Handler] = {
-    ("PUT", ""): create_subscription,
-    ("GET", ""): get_subscription,
-    ("PATCH", ""): patch_subscription,
-    ("DELETE", ""): delete_subscription,
-    ("POST", "pull"): pull,
-    ("POST", "acknowledge"): acknowledge,
-    ("POST", "modifyAckDeadline"): modify_ack_deadline,
-    ("POST", "modifyPushConfig"): modify_push_config,
-    ("POST", "detach"): detach_subscription,
-    ("GET", "metrics"): subscription_metrics,
-    **ACL,
-    ("POST", "seek"): seek,
-    ("GET", "seekStatus"): seek_status,
-}
-COLLECTION: Mapping[str, CollectionHandler] = {  # collections are only listed (GET)
-    "topics": list_topics,
-    "subscriptions": list_subscriptions,
-}
+T, S, ACL_TAG = "topics", "subscriptions", "ACL"
+PAGE = ("pageSize", "pageToken")
+METHODS: tuple[Method, ...] = (
+    Method(P.TOPICS, "GET", "", list_topics, P.READ_PROJECT_TOPICS, "List the project's topics", "ListTopicsResponse",
+           query=PAGE, tag=T),
+    Method(P.TOPIC, "PUT", "", create_topic, P.TOPIC_ADMIN, "Create a topic", "Topic", body="Topic", tag=T),
+    Method(P.TOPIC, "GET", "", get_topic, P.READ_TOPIC, "Get a topic", "Topic", tag=T),
+    Method(P.TOPIC, "PATCH", "", patch_topic, P.TOPIC_ADMIN, "Update a topic's fields named by updateMask", "Topic",
+           body="UpdateTopicRequest", tag=T),
+    Method(P.TOPIC, "DELETE", "", delete_topic, P.TOPIC_ADMIN,
+           "Delete a topic (its subscriptions stay, detached from it)", tag=T),
+    Method(P.TOPIC, "POST", "publish", publish, P.PUBLISH, "Publish messages", "PublishResponse",
+           body="PublishRequest", tag=T),
+    Method(P.TOPIC, "GET", "metrics", topic_metrics, P.READ_TOPIC, "A topic's metrics (AMS)", "Metrics", tag=T),
+    Method(P.TOPIC_SUBSCRIPTIONS, "GET", "", topic_subscriptions, P.READ_TOPIC, "Names of a topic's subscriptions",
+           "ListTopicSubscriptionsResponse", query=PAGE, tag=T),
+    Method(P.SUBSCRIPTIONS, "GET", "", list_subscriptions, P.READ_PROJECT_SUBSCRIPTIONS,
+           "List the project's subscriptions", "ListSubscriptionsResponse", query=PAGE, tag=S),
+    Method(P.SUBSCRIPTION, "PUT", "", create_subscription, P.SUBSCRIPTION_ADMIN, "Create a subscription",
+           "Subscription", body="Subscription", tag=S),
+    Method(P.SUBSCRIPTION, "GET", "", get_subscription, P.READ_SUBSCRIPTION, "Get a subscription", "Subscription",
+           tag=S),
+    Method(P.SUBSCRIPTION, "PATCH", "", patch_subscription, P.SUBSCRIPTION_ADMIN,
+           "Update a subscription's fields named by updateMask", "Subscription", body="UpdateSubscriptionRequest",
+           tag=S),
+    Method(P.SUBSCRIPTION, "DELETE", "", delete_subscription, P.SUBSCRIPTION_ADMIN, "Delete a subscription", tag=S),
+    Method(P.SUBSCRIPTION, "POST", "pull", pull, P.CONSUME, "Pull messages", "PullResponse", body="PullRequest",
+           tag=S),
+    Method(P.SUBSCRIPTION, "POST", "acknowledge", acknowledge, P.CONSUME, "Acknowledge messages",
+           body="AcknowledgeRequest", tag=S),
+    Method(P.SUBSCRIPTION, "POST", "modifyAckDeadline", modify_ack_deadline, P.CONSUME,
+           "Extend, shorten or end (0 s: nack) ack deadlines", body="ModifyAckDeadlineRequest", tag=S),
+    Method(P.SUBSCRIPTION, "POST", "modifyPushConfig", modify_push_config, P.SUBSCRIPTION_ADMIN,
+           "Switch between push and pull, or change the endpoint", body="ModifyPushConfigRequest", tag=S),
+    Method(P.SUBSCRIPTION, "POST", "detach", detach_subscription, P.SUBSCRIPTION_ADMIN,
+           "Detach a subscription from its topic", body="Empty", tag=S),
+    Method(P.SUBSCRIPTION, "GET", "metrics", subscription_metrics, P.READ_SUBSCRIPTION,
+           "A subscription's metrics (AMS)", "Metrics", tag=S),
+    Method(P.SUBSCRIPTION, "POST", "seek", seek, P.CONSUME, "Seek to a time or a snapshot", body="SeekRequest", tag=S),
+    Method(P.SUBSCRIPTION, "GET", "seekStatus", seek_status, P.READ_SUBSCRIPTION,
+           "The latest seek and its progress ({} before any; Metro's)", "SeekStatus", tag=S),
+    Method(P.PROJECT, "GET", "metrics", project_metrics, P.PROJECT_ADMIN, "A project's metrics", "Metrics"),
+    *acl_methods(P.TOPIC, "topic", P.TOPIC_ADMIN, P.TOPIC_MEMBER),
+    *acl_methods(P.SUBSCRIPTION, "subscription", P.SUBSCRIPTION_ADMIN, P.SUBSCRIPTION_MEMBER),
+)

@@ -12,6 +12,7 @@ from chalice.app import Response
 
 from chalicelib.api import openapi
 from chalicelib.api.http import guarded
+from chalicelib.api.methods import Method
 
 _STYLE = ("body{font-family:sans-serif;max-width:70em;margin:2em auto;padding:0 1em}"
           "code{background:#f4f4f4;padding:0 .2em}td{padding:.2em .6em;vertical-align:top}"
@@ -22,13 +23,13 @@ def _schema_link(name: str | None) -> str:
     return f'<a href="#schema-{escape(name)}">{escape(name)}</a>' if name else ""
 
 
-def _rows(tag: str) -> str:
+def _rows(methods: tuple[Method, ...], tag: str) -> str:
     rows = []
-    for op in openapi.OPERATIONS:
+    for op in methods:
         if op.tag != tag:
             continue
         auth = "public" if op.public else "token"
-        rows.append(f'<tr><td class="m">{op.method}</td><td><code>{escape(op.url)}</code></td>'
+        rows.append(f'<tr><td class="m">{op.http}</td><td><code>{escape(op.url)}</code></td>'
                     f"<td>{escape(op.summary)}</td><td>{_schema_link(op.body)}</td>"
                     f"<td>{_schema_link(op.answer) if op.answer != 'Text' else escape(op.content)}</td>"
                     f"<td>{auth}</td></tr>")
@@ -45,11 +46,11 @@ def _schemas(doc: dict[str, Any]) -> str:
 
 
 @functools.cache
-def page() -> str:
-    doc = openapi.document()
-    tags = list(dict.fromkeys(op.tag for op in openapi.OPERATIONS))
+def page(methods: tuple[Method, ...]) -> str:
+    doc = openapi.document(methods)
+    tags = list(dict.fromkeys(op.tag for op in methods))
     head = "<tr><th>method</th><th>path</th><th>what</th><th>body</th><th>answer</th><th>auth</th></tr>"
-    sections = "".join(f"<h2>{escape(tag)}</h2><table>{head}{_rows(tag)}</table>" for tag in tags)
+    sections = "".join(f"<h2>{escape(tag)}</h2><table>{head}{_rows(methods, tag)}</table>" for tag in tags)
     return (f"<!doctype html><html><head><meta charset=\"utf-8\"><title>{escape(openapi.TITLE)}</title>"
             f"<style>{_STYLE}</style></head><body><h1>{escape(openapi.TITLE)}</h1>"
             f"<p>{escape(doc['info']['description'])} The machine-readable description: "
@@ -59,11 +60,11 @@ def page() -> str:
             "</body></html>")
 
 
-def spec() -> Response:
-    return guarded(lambda: Response(body=openapi.document_json(), status_code=200,
+def spec(methods: tuple[Method, ...]) -> Response:
+    return guarded(lambda: Response(body=openapi.document_json(methods), status_code=200,
                                     headers={"Content-Type": "application/json"}))
 
 
-def docs() -> Response:
-    return guarded(lambda: Response(body=page(), status_code=200,
+def docs(methods: tuple[Method, ...]) -> Response:
+    return guarded(lambda: Response(body=page(methods), status_code=200,
                                     headers={"Content-Type": "text/html; charset=utf-8"}))

@@ -6,15 +6,12 @@ api/openapi_schemas.py merge them. These answer the same on the Google and the A
 
 from __future__ import annotations
 
-from chalicelib.api import permissions as p
 from chalicelib.api.openapi_parts import (
-    PAGE,
     RESOURCE_ID,
     STRING,
     STRING_MAP,
     STRINGS,
     TIMESTAMP,
-    Op,
     Schema,
     array,
     nullable_fields,
@@ -24,25 +21,6 @@ from chalicelib.api.openapi_parts import (
 )
 
 S, SNAP = "subscriptions", "snapshots"
-OPERATIONS: tuple[Op, ...] = (
-    Op(p.SNAPSHOTS, "GET", "", "List the project's snapshots", "ListSnapshotsResponse", query=PAGE, tag=SNAP),
-    Op(p.SNAPSHOT, "PUT", "", "Snapshot a subscription's backlog", "Snapshot", body="CreateSnapshotRequest",
-       tag=SNAP),
-    Op(p.SNAPSHOT, "GET", "", "Get a snapshot", "Snapshot", tag=SNAP),
-    Op(p.SNAPSHOT, "PATCH", "", "Update a snapshot's labels or (only sooner) expireTime", "Snapshot",
-       body="UpdateSnapshotRequest", tag=SNAP),
-    Op(p.SNAPSHOT, "DELETE", "", "Delete a snapshot", tag=SNAP),
-    Op(p.TOPIC_SNAPSHOTS, "GET", "", "Names of the snapshots of a topic", "ListTopicSnapshotsResponse", query=PAGE,
-       tag="topics"),
-    Op(p.SUBSCRIPTION, "POST", "seek", "Seek to a time or a snapshot", body="SeekRequest", tag=S),
-    Op(p.SUBSCRIPTION, "GET", "seekStatus", "The latest seek and its progress ({} before any; Metro's)",
-       "SeekStatus", tag=S),
-    Op(p.SUBSCRIPTION, "GET", "offsets", "The subscription's offsets (AMS)", "Offsets", tag=S),
-    Op(p.SUBSCRIPTION, "GET", "timeToOffset", "The offset of the first message published at or after time (AMS)",
-       "Offset", query=("time",), required=("time",), tag=S),
-    Op(p.SUBSCRIPTION, "POST", "modifyOffset", "Move the subscription to an offset: a seek (AMS)",
-       body="ModifyOffsetRequest", tag=S),
-)
 
 _SNAPSHOT = obj({"name": STRING, "topic": STRING, "expireTime": TIMESTAMP, "labels": STRING_MAP})
 _SEEK = obj({"state": {"enum": ["RUNNING", "SUCCEEDED", "SUPERSEDED", "FAILED"]},

@@ -8,44 +8,9 @@ answer in AMS's shape (``AmsSchema``); the AMS verbs answer the same on both.
 
 from __future__ import annotations
 
-from chalicelib.api import permissions as p
-from chalicelib.api.openapi_parts import PAGE, RESOURCE_ID, STRING, TIMESTAMP, Op, Schema, array, obj, ref
+from chalicelib.api.openapi_parts import RESOURCE_ID, STRING, TIMESTAMP, Schema, array, obj, ref
 
 TAG = "schemas"
-OPERATIONS: tuple[Op, ...] = (
-    # -- Google's schema methods
-    Op(p.SCHEMAS, "POST", "", "Create a schema with its first revision", "Schema", body="SchemaRequest",
-       query=("schemaId",), required=("schemaId",), tag=TAG),
-    Op(p.SCHEMAS, "GET", "", "List the project's schemas (view BASIC by default: no definition)",
-       "ListSchemasResponse", query=(*PAGE, "view"), tag=TAG),
-    Op(p.SCHEMA, "GET", "", "Get a schema (its newest revision, or the one named by id@revision)", "Schema",
-       query=("view",), tag=TAG),
-    Op(p.SCHEMA, "DELETE", "", "Delete a schema ({}); with id@revision, delete that revision and answer it",
-       "DeletedSchema", tag=TAG),
-    Op(p.SCHEMA, "POST", "commit", "Commit a new revision (of the schema's type)", "Schema",
-       body="CommitSchemaRequest", tag=TAG),
-    Op(p.SCHEMA, "POST", "rollback", "A new revision with the definition of an earlier one", "Schema",
-       body="RollbackSchemaRequest", tag=TAG),
-    Op(p.SCHEMA, "GET", "listRevisions", "A schema's revisions, newest first", "ListSchemaRevisionsResponse",
-       query=(*PAGE, "view"), tag=TAG),
-    Op(p.SCHEMA, "DELETE", "deleteRevision", "Delete one revision (never the only one) and answer it", "Schema",
-       query=("revisionId",), tag=TAG),
-    Op(p.PROJECT_COLLECTION_VERB, "POST", "validate", "Check a schema definition without creating it",
-       body="ValidateSchemaRequest", path="/v1/projects/{project}/schemas:validate", tag=TAG),
-    Op(p.PROJECT_COLLECTION_VERB, "POST", "validateMessage",
-       "Check a message against a stored schema (by name) or an inline one", body="ValidateMessageRequest",
-       path="/v1/projects/{project}/schemas:validateMessage", tag=TAG),
-    # -- AMS's schema verbs and the topic's schema, served on both endpoints
-    Op(p.SCHEMA, "POST", "", "Create a schema (AMS: lower-case type, definition as a JSON object)", "AmsSchema",
-       body="AmsSchemaRequest", tag=TAG),
-    Op(p.SCHEMA, "PUT", "", "A new revision from AMS's shape (omitted type or schema: the current one)",
-       "AmsSchema", body="AmsSchemaUpdate", tag=TAG),
-    Op(p.SCHEMA, "POST", "validate", "Check a message against the schema (AMS: a JSON body, or Avro's base64 data)",
-       "AmsValidated", body="AmsMessage", tag=TAG),
-    Op(p.TOPIC, "POST", "attachSchema", "Attach a schema to the topic (AMS)", body="AttachSchemaRequest",
-       tag="topics"),
-    Op(p.TOPIC, "POST", "detachSchema", "Detach the topic's schema (AMS)", body="Empty", tag="topics"),
-)
 
 # Either JSON dialect: the enum's name, or its number (also as a decimal string), as core/schemas/model.py reads it.
 def _enum(names: list[str], top: int) -> Schema:

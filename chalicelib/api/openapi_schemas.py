@@ -105,6 +105,9 @@ _RESPONSES: dict[str, Schema] = {
     "Version": obj({name: STRING for name in ("release", "distro", "python", "chalice", "os", "architecture")},
                    ("release", "distro")),
     "OpenApi": obj({"openapi": STRING, "paths": {"type": "object"}}, ("openapi", "paths")),
+    "Root": obj({"name": STRING, "description": STRING, "version": STRING, "docs": STRING, "openapi": STRING,
+                 "ports": obj({"rest": {"type": "integer"}, "ams": {"type": "integer"}}, ("rest", "ams")),
+                 "grpc": STRING}, ("name", "version", "docs", "openapi", "ports")),
 }
 
 

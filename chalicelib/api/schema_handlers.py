@@ -1,12 +1,14 @@
 """Google's schema methods, one function each: parse (api/schema_requests.py), call the schema use cases
-(service/schemas.py), return typed results. The route tables map (HTTP method, verb) to these functions."""
+(service/schemas.py), return typed results. ``METHODS`` declares each (api/methods.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
+from chalicelib.api import permissions as P
 from chalicelib.api import requests
 from chalicelib.api.handlers import Incoming, Result
+from chalicelib.api.methods import Method
 from chalicelib.api.references import authorized
 from chalicelib.api.schema_requests import (
     SchemaRef,
@@ -77,19 +79,29 @@ def delete_revision(ref: SchemaRef, incoming: Incoming) -> Result:
     return services().schemas.delete_revision(ref.name, ref.revision_id or delete_revision_request(incoming.params))
 
 
-SCHEMAS: Mapping[tuple[str, str], ProjectHandler] = {
-    ("POST", ""): create_schema,
-    ("GET", ""): list_schemas,
-}
-SCHEMAS_VERBS: Mapping[tuple[str, str], ProjectHandler] = {  # projects/{p}/schemas:{verb}
-    ("POST", "validate"): validate_schema,
-    ("POST", "validateMessage"): validate_message,
-}
-SCHEMA: Mapping[tuple[str, str], SchemaHandler] = {
-    ("GET", ""): get_schema,
-    ("DELETE", ""): delete_schema,
-    ("POST", "commit"): commit_schema,
-    ("POST", "rollback"): rollback_schema,
-    ("GET", "listRevisions"): list_revisions,
-    ("DELETE", "deleteRevision"): delete_revision,
-}
+TAG, PAGE = "schemas", ("pageSize", "pageToken")
+METHODS: tuple[Method, ...] = (
+    Method(P.SCHEMAS, "POST", "", create_schema, P.PROJECT_ADMIN, "Create a schema with its first revision",
+           "Schema", body="SchemaRequest", query=("schemaId",), required=("schemaId",), tag=TAG),
+    Method(P.SCHEMAS, "GET", "", list_schemas, P.PROJECT_MEMBER,
+           "List the project's schemas (view BASIC by default: no definition)", "ListSchemasResponse",
+           query=(*PAGE, "view"), tag=TAG),
+    Method(P.SCHEMA, "GET", "", get_schema, P.PROJECT_MEMBER,
+           "Get a schema (its newest revision, or the one named by id@revision)", "Schema", query=("view",), tag=TAG),
+    Method(P.SCHEMA, "DELETE", "", delete_schema, P.PROJECT_ADMIN,
+           "Delete a schema ({}); with id@revision, delete that revision and answer it", "DeletedSchema", tag=TAG),
+    Method(P.SCHEMA, "POST", "commit", commit_schema, P.PROJECT_ADMIN, "Commit a new revision (of the schema's type)",
+           "Schema", body="CommitSchemaRequest", tag=TAG),
+    Method(P.SCHEMA, "POST", "rollback", rollback_schema, P.PROJECT_ADMIN,
+           "A new revision with the definition of an earlier one", "Schema", body="RollbackSchemaRequest", tag=TAG),
+    Method(P.SCHEMA, "GET", "listRevisions", list_revisions, P.PROJECT_MEMBER, "A schema's revisions, newest first",
+           "ListSchemaRevisionsResponse", query=(*PAGE, "view"), tag=TAG),
+    Method(P.SCHEMA, "DELETE", "deleteRevision", delete_revision, P.PROJECT_ADMIN,
+           "Delete one revision (never the only one) and answer it", "Schema", query=("revisionId",), tag=TAG),
+    Method(P.PROJECT_COLLECTION_VERB, "POST", "validate", validate_schema, P.PROJECT_MEMBER,
+           "Check a schema definition without creating it", body="ValidateSchemaRequest",
+           path="/v1/projects/{project}/schemas:validate", tag=TAG),
+    Method(P.PROJECT_COLLECTION_VERB, "POST", "validateMessage", validate_message, P.PROJECT_MEMBER,
+           "Check a message against a stored schema (by name) or an inline one", body="ValidateMessageRequest",
+           path="/v1/projects/{project}/schemas:validateMessage", tag=TAG),
+)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
+from chalicelib.api import permissions as P
 from chalicelib.api import requests, snapshot_requests
-from chalicelib.api.handlers import CollectionHandler, Handler, Incoming, Result
+from chalicelib.api.handlers import Incoming, Result
+from chalicelib.api.methods import Method
 from chalicelib.api.references import authorized
 from chalicelib.core.names import Name
 from chalicelib.core.responses import EMPTY
@@ -39,11 +39,17 @@ def topic_snapshots(name: Name, incoming: Incoming) -> Result:
     return services().snapshots.list_topic(name, requests.page_request(incoming.params))
 
 
-SNAPSHOT: Mapping[tuple[str, str], Handler] = {
-    ("PUT", ""): create_snapshot,
-    ("GET", ""): get_snapshot,
-    ("PATCH", ""): patch_snapshot,
-    ("DELETE", ""): delete_snapshot,
-}
-SNAPSHOTS: Mapping[tuple[str, str], CollectionHandler] = {("GET", ""): list_snapshots}
-TOPIC_SNAPSHOTS: Mapping[tuple[str, str], Handler] = {("GET", ""): topic_snapshots}
+SNAP, PAGE = "snapshots", ("pageSize", "pageToken")
+METHODS: tuple[Method, ...] = (
+    Method(P.SNAPSHOTS, "GET", "", list_snapshots, P.READ_PROJECT_SUBSCRIPTIONS, "List the project's snapshots",
+           "ListSnapshotsResponse", query=PAGE, tag=SNAP),
+    Method(P.SNAPSHOT, "PUT", "", create_snapshot, P.PROJECT_ADMIN, "Snapshot a subscription's backlog", "Snapshot",
+           body="CreateSnapshotRequest", tag=SNAP),
+    Method(P.SNAPSHOT, "GET", "", get_snapshot, P.READ_PROJECT_SUBSCRIPTIONS, "Get a snapshot", "Snapshot", tag=SNAP),
+    Method(P.SNAPSHOT, "PATCH", "", patch_snapshot, P.PROJECT_ADMIN,
+           "Update a snapshot's labels or (only sooner) expireTime", "Snapshot", body="UpdateSnapshotRequest",
+           tag=SNAP),
+    Method(P.SNAPSHOT, "DELETE", "", delete_snapshot, P.PROJECT_ADMIN, "Delete a snapshot", tag=SNAP),
+    Method(P.TOPIC_SNAPSHOTS, "GET", "", topic_snapshots, P.READ_TOPIC, "Names of the snapshots of a topic",
+           "ListTopicSnapshotsResponse", query=PAGE, tag="topics"),
+)

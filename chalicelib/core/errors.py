@@ -37,11 +37,6 @@ class FailedPrecondition(MetroError):
     status = "FAILED_PRECONDITION"
 
 
-class OutOfRange(MetroError):
-    http_code = 400
-    status = "OUT_OF_RANGE"
-
-
 class Unauthenticated(MetroError):
     http_code = 401
     status = "UNAUTHENTICATED"
@@ -77,16 +72,6 @@ class Internal(MetroError):
     status = "INTERNAL"
 
 
-class Unimplemented(MetroError):
-    http_code = 501
-    status = "UNIMPLEMENTED"
-
-
 class Unavailable(MetroError):
     http_code = 503
     status = "UNAVAILABLE"
-
-
-class DeadlineExceeded(MetroError):
-    http_code = 504
-    status = "DEADLINE_EXCEEDED"

@@ -37,7 +37,7 @@ DESCRIPTIONS = {
 
 @dataclass
 class Tally:
-    """Counts per resource key (``topic#t`` or ``sub#s`` of a project) since the last flush."""
+    """Counts per (project, resource key) since the last flush; the keys are the store's (store/counters.py)."""
 
     started: float
     counts: dict[tuple[str, str], dict[str, int]] = field(default_factory=dict)

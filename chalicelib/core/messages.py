@@ -1,4 +1,4 @@
-"""Publish validation and the message shapes returned by pull."""
+"""Publish validation: the messages of a publish request, checked against Google's limits."""
 
 from __future__ import annotations
 
@@ -106,20 +106,4 @@ def parse_publish(body: object) -> list[NewMessage]:
         out.append(NewMessage(data, attrs, key))
     if total > limits.MAX_REQUEST_BYTES:
         raise InvalidArgument(f"A publish request must be at most {limits.MAX_REQUEST_BYTES} bytes.")
-    return out
-
-
-def received_message(ack_id: str, message_id: str, publish_time: str, data: bytes,
-                     attributes: dict[str, str], ordering_key: str, delivery_attempt: int | None) -> dict[str, Any]:
-    """A ReceivedMessage in Google's JSON shape (defaults left out, as protobuf JSON does)."""
-    msg: dict[str, Any] = {"messageId": message_id, "publishTime": publish_time}
-    if data:
-        msg["data"] = base64.b64encode(data).decode()
-    if attributes:
-        msg["attributes"] = attributes
-    if ordering_key:
-        msg["orderingKey"] = ordering_key
-    out: dict[str, Any] = {"ackId": ack_id, "message": msg}
-    if delivery_attempt:
-        out["deliveryAttempt"] = delivery_attempt
     return out

@@ -9,8 +9,11 @@ from chalicelib.core.errors import InvalidArgument
 
 DELETED_TOPIC = "_deleted-topic_"
 
-_ID = re.compile(r"^[A-Za-z][A-Za-z0-9\-_.~+%]{2,254}\Z")
-_PROJECT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9\-_.:]{0,99}\Z")
+# The patterns of a resource id and a project id, without anchors (the OpenAPI description states them too).
+ID_PATTERN = r"[A-Za-z][A-Za-z0-9\-_.~+%]{2,254}"
+PROJECT_PATTERN = r"[A-Za-z0-9][A-Za-z0-9\-_.:]{0,99}"
+_ID = re.compile(rf"^{ID_PATTERN}\Z")
+_PROJECT = re.compile(rf"^{PROJECT_PATTERN}\Z")
 
 COLLECTIONS = {"topics": "topic", "subscriptions": "subscription", "snapshots": "snapshot", "schemas": "schema"}
 

@@ -27,7 +27,7 @@ from chalicelib.core.backoff import NACK_FLOOR, PushThrottle, ThrottleState
 from chalicelib.core.last_attempt import is_last_attempt
 from chalicelib.core.records import SubscriptionRecord
 from chalicelib.delivery import ams_batches, lanes
-from chalicelib.delivery.push_request import Item, Poster, build_batch_request, build_request, http_post
+from chalicelib.delivery.push_request import Item, Poster, build_batch_request, build_request, http_poster
 from chalicelib.delivery.scheduler import ACKED, Batch, Clock, Outcome, Scheduler
 from chalicelib.service.ams import push_ready
 from chalicelib.service.context import Context
@@ -46,13 +46,13 @@ TIMEOUT_MARGIN = 0.5  # a push times out this much before the ack deadline (coun
 
 
 class PushDelivery:
-    def __init__(self, ctx: Context, post: Poster = http_post, sleep: Callable[[float], None] = time.sleep,
+    def __init__(self, ctx: Context, post: Poster | None = None, sleep: Callable[[float], None] = time.sleep,
                  workers: int = 32, monotonic: Clock = time.monotonic) -> None:
         self.ctx = ctx
         self.steps = Steps(ctx, PublishService(ctx).append)
         self.subscriptions = SubscriptionCache(ctx, CACHE_TTL, monotonic)
         self.monotonic = monotonic
-        self._post = post
+        self._post = post or http_poster(ctx.resolver)
         pool = cf.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="metro-push")
         self.scheduler = Scheduler(pool, self._push_one, ctx.clock, monotonic, sleep)
 
@@ -133,7 +133,7 @@ class PushDelivery:
         """Outcomes for the messages that never reach the endpoint; the scheduler pushes the lanes."""
         rec = batch.rec
         assert rec.spec.push_config is not None
-        if not (endpoint_allowed(self.ctx.config, rec.spec.push_config.push_endpoint) and push_ready(self.ctx, rec)):
+        if not (endpoint_allowed(self.ctx.resolver, rec.spec.push_config.push_endpoint) and push_ready(self.ctx, rec)):
             batch.results.update({d.key: Outcome(False, rec.spec.ack_deadline) for d in batch.deliveries})
             return
         sorted_ = lanes.sort(rec, batch.deliveries)
@@ -187,8 +187,7 @@ class PushDelivery:
         if pushed:
             name = names.parse(batch.rec.name, "subscriptions")
             acked = sum(1 for k in pushed if batch.results[k].acked)
-            self.ctx.counters.add(name.project, f"sub#{name.id}", {live.DELIVERED: len(pushed), live.ACKED: acked},
-                                  self.ctx.clock())
+            self.ctx.counters.add(name, {live.DELIVERED: len(pushed), live.ACKED: acked}, self.ctx.clock())
 
     # -- settle -------------------------------------------------------------------------------------
     def _settle(self, batch: Batch) -> None:

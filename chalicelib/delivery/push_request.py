@@ -1,29 +1,26 @@
-"""The push request: the POST for one message (the seed document's format) and the pooled HTTP client."""
+"""The push request: the POST for one message (the seed document's format), sent with the checked HTTP client."""
 
 from __future__ import annotations
 
 import base64
 import json
 import logging
-import re
-import time
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from chalicelib import config
 from chalicelib.core import envelope
 from chalicelib.core.errors import InvalidArgument
 from chalicelib.core.policy import max_attempts
 from chalicelib.core.records import SubscriptionRecord
 from chalicelib.core.timefmt import format_timestamp, parse_timestamp
-from chalicelib.delivery import net
-from chalicelib.service.push_config import checked_target
+from chalicelib.store import http_client
+from chalicelib.store.http_answer import Deadline
+from chalicelib.store.resolver import EndpointResolver
 
 log = logging.getLogger(__name__)
 
-_TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
 # Attribute keys that never become headers (noWrapper.writeMetadata): hop-by-hop, framing, routing and
 # credential headers, and whole families of them by prefix (docs/security.md).
 _DENIED_HEADERS = frozenset({
@@ -42,21 +39,24 @@ Poster = Callable[[str, bytes, dict[str, str], float], int | None]
 
 
 # -- HTTP ----------------------------------------------------------------------------------------------
-def http_post(url: str, body: bytes, headers: dict[str, str], timeout: float) -> int | None:
-    """POST to a checked address of ``url`` (delivery/net.py), all within ``timeout`` seconds.
+def http_poster(resolver: EndpointResolver) -> Poster:
+    """The Poster of push delivery: POST to a checked address of ``url`` (the endpoint checked by ``resolver``,
+    store/resolver.py; sent by store/http_client.py), all within ``timeout`` seconds.
 
     None for an endpoint that fails the check (Metro's own ports included), a timeout, a connection
     failure, or any other error of this one request: one bad push is a nack of its message only.
     """
-    deadline = time.monotonic() + timeout
-    try:
-        target = checked_target(config.load(), url, timeout)
-        return net.post(target, body, headers, deadline)
-    except InvalidArgument as err:
-        log.warning("not pushing: %s", err.message)
-    except Exception as exc:  # whatever one request raises, only its message is nacked
-        log.info("push to %s failed: %s", url, exc.__class__.__name__)
-    return None
+    def post(url: str, body: bytes, headers: dict[str, str], timeout: float) -> int | None:
+        deadline = Deadline.after(timeout)
+        try:
+            return http_client.post(resolver.checked(url, timeout), body, headers, deadline)
+        except InvalidArgument as err:
+            log.warning("not pushing: %s", err.message)
+        except Exception as exc:  # whatever one request raises, only its message is nacked
+            log.info("push to %s failed: %s", url, exc.__class__.__name__)
+        return None
+
+    return post
 
 
 # -- the push request -----------------------------------------------------------------------------------
@@ -87,7 +87,7 @@ def _header_value(value: str) -> str | None:
 def attribute_header(key: str) -> bool:
     """Whether an attribute named ``key`` may become a request header (noWrapper.writeMetadata)."""
     low = key.lower()
-    return bool(_TOKEN.match(key)) and low not in _DENIED_HEADERS and not low.startswith(_DENIED_PREFIXES)
+    return http_client.is_token(key) and low not in _DENIED_HEADERS and not low.startswith(_DENIED_PREFIXES)
 
 
 def metadata_headers(rec: SubscriptionRecord, item: Item, publish_time: str) -> dict[str, str]:

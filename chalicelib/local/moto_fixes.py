@@ -31,6 +31,9 @@ benchmarks, ``make chaos``). Unlike the speed-ups (moto_speedups.py) they cannot
    server threads add to it and remove from it: ``RuntimeError: Set changed size during iteration``, a
    500 for the receive (twice in a 100,000-message ``make chaos`` run). The fix reads a copy of the set,
    taken in one step.
+
+The fixes replace private methods of moto 5.2.5 (``MOTO_VERSION``); on any other moto they refuse to apply
+(local/moto_version.py).
 """
 
 
@@ -41,6 +44,9 @@ import threading
 import time
 from typing import Any
 
+from chalicelib.local import moto_version
+
+MOTO_VERSION = "5.2.5"  # the release every fix below was written for and checked against
 FIFO_POLL_SECONDS = 0.05
 
 
@@ -53,7 +59,9 @@ _instant = _Instant()
 
 @functools.cache
 def fix_moto() -> bool:
-    """Apply the fixes in this process (once); returns whether they are in place."""
+    """Apply the fixes in this process (once); returns whether they are in place. RuntimeError, before any
+    patch, on a moto other than ``MOTO_VERSION``."""
+    moto_version.require(MOTO_VERSION, "chalicelib/local/moto_fixes.py")
     _visibility_at_the_receive_instant()
     _release_expired_before_receive()
     _one_fifo_receive_at_a_time()

@@ -19,6 +19,9 @@ fast moto does it. ``METRO_MOTO_SPEEDUP=0`` turns them off for ``make run``.
 3. The server's module list. moto's server rescans its package directory on every request
    (``host in list_of_moto_modules()``, ~1.5 ms of CPU a request) and logs every request; the list
    never changes, so it is computed once, and only errors are logged.
+
+The patches replace private functions of moto 5.2.5 (``MOTO_VERSION``); on any other moto they refuse to
+apply (local/moto_version.py).
 """
 
 from __future__ import annotations
@@ -30,10 +33,16 @@ import threading
 import time
 from typing import Any
 
+from chalicelib.local import moto_version
+
+MOTO_VERSION = "5.2.5"  # the release every patch below was written for and checked against
+
 
 @functools.cache
 def speed_up_moto() -> bool:
-    """Apply the patches in this process (once: later calls return at once); returns whether they are in place."""
+    """Apply the patches in this process (once: later calls return at once); returns whether they are in place.
+    RuntimeError, before any patch, on a moto other than ``MOTO_VERSION``."""
+    moto_version.require(MOTO_VERSION, "chalicelib/local/moto_speedups.py")
     _patch_sqs_clock()
     _patch_sqs_sends()
     _cache_module_list()

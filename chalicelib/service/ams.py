@@ -60,7 +60,7 @@ class AmsService:
             raise FailedPrecondition("The subscription has no AMS push configuration to verify.")
         if push.verified:
             raise FailedPrecondition("Push endpoint is already verified")
-        status, body = fetch_verification_hash(self.ctx.config, pc.push_endpoint)
+        status, body = fetch_verification_hash(self.ctx.resolver, pc.push_endpoint)
         if status != 200 or body != push.verification_hash:
             raise FailedPrecondition(f"Endpoint verification failed: {pc.push_endpoint} answered {status or body} "
                                      "without the subscription's verification hash")

@@ -2,6 +2,8 @@
 
 Services and handlers never build a store themselves: they reach AWS only through the stores held
 here, so a test swaps any of them for a fake by building a Context (or ``dataclasses.replace``).
+The context owns the one thread pool of its stores (``workers``, created on first use) and hands it
+to the stores that run calls concurrently.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from chalicelib.config import Config
 from chalicelib.core.ackids import AckIdCodec
 from chalicelib.core.ids import IdSource
 from chalicelib.store.counters import CounterStore
+from chalicelib.store.health import StoreProbes
 from chalicelib.store.history import TopicHistory
 from chalicelib.store.identity import IdentityStore
 from chalicelib.store.invoker import AsyncInvoker
@@ -25,11 +28,13 @@ from chalicelib.store.mappings import MappingStore
 from chalicelib.store.push_state import PushStore
 from chalicelib.store.queue_age import QueueAge
 from chalicelib.store.queues import QueueStore
+from chalicelib.store.resolver import EndpointResolver
 from chalicelib.store.resources import ResourceStore
 from chalicelib.store.schemas import SchemaStore
 from chalicelib.store.seek_jobs import SeekJobStore
 from chalicelib.store.snapshots import SnapshotStore
 from chalicelib.store.usage import UsageStore
+from chalicelib.store.workers import Workers
 
 Clock = Callable[[], float]
 
@@ -55,6 +60,9 @@ class Context:
     last_attempts: LastAttemptStore
     seek_jobs: SeekJobStore
     invoker: AsyncInvoker
+    resolver: EndpointResolver
+    probes: StoreProbes
+    workers: Workers
     clock: Clock = time.time
     ids: IdSource = field(default_factory=IdSource)
 
@@ -64,12 +72,13 @@ class Context:
 
     @classmethod
     def from_config(cls, config: Config, clock: Clock = time.time, ids: IdSource | None = None) -> Context:
-        log = MessageLog(config)
-        return cls(config=config, resources=ResourceStore(config), log=log, queues=QueueStore(config),
-                   exact=ExactLeases(config), skips=SkipStore(config),
+        log, workers = MessageLog(config), Workers()
+        return cls(config=config, resources=ResourceStore(config, workers), log=log,
+                   queues=QueueStore(config, workers), exact=ExactLeases(config, workers), skips=SkipStore(config),
                    push=PushStore(config), mappings=MappingStore(config), usage=UsageStore(config),
-                   identity=IdentityStore(config), history=TopicHistory(config, log), snapshots=SnapshotStore(config),
-                   bounds=LogBounds(config), schemas=SchemaStore(config), counters=CounterStore(config),
-                   queue_age=QueueAge(config), seek_jobs=SeekJobStore(config), invoker=AsyncInvoker(config),
-                   last_attempts=LastAttemptStore(config),
+                   identity=IdentityStore(config), history=TopicHistory(config, log, workers),
+                   snapshots=SnapshotStore(config), bounds=LogBounds(config), schemas=SchemaStore(config),
+                   counters=CounterStore(config), queue_age=QueueAge(config), seek_jobs=SeekJobStore(config),
+                   invoker=AsyncInvoker(config), last_attempts=LastAttemptStore(config),
+                   resolver=EndpointResolver(config, workers), probes=StoreProbes(config), workers=workers,
                    clock=clock, ids=ids or IdSource())

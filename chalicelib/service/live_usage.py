@@ -18,7 +18,7 @@ def _now(ctx: Context) -> str:
 
 
 def topic_metrics(ctx: Context, name: Name) -> list[Metric]:
-    stored, ts = ctx.counters.read(name.project, f"topic#{name.id}"), _now(ctx)
+    stored, ts = ctx.counters.read(name), _now(ctx)
     return [live.metric("topic.number_of_published_messages", "topic", name.id, stored.get(live.PUBLISHED, 0), ts),
             live.metric("topic.number_of_published_bytes", "topic", name.id, stored.get(live.BYTES, 0), ts),
             live.metric("topic.publishing_rate", "topic", name.id, live.rate(stored), ts)]
@@ -26,7 +26,7 @@ def topic_metrics(ctx: Context, name: Name) -> list[Metric]:
 
 def subscription_metrics(ctx: Context, name: Name, rec: SubscriptionRecord) -> list[Metric]:
     """Three reads: the counters item, the queue's attributes and its CloudWatch age."""
-    stored, ts = ctx.counters.read(name.project, f"sub#{name.id}"), _now(ctx)
+    stored, ts = ctx.counters.read(name), _now(ctx)
     waiting, inflight = ctx.queues.counts(rec.queue_url) if rec.queue_url else (0, 0)
     sub, age_name = "subscription", "subscription.oldest_unacked_message_age"
     age = ctx.queue_age.oldest_seconds(rec.queue_url, ctx.clock()) if rec.queue_url else None

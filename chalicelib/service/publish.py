@@ -71,8 +71,8 @@ class PublishService:
             self.ctx.log.append(entry, blob)
         else:
             self._store_and_fan_out(entry, blob, body_start, stored)
-        self.ctx.counters.add(topic.project, f"topic#{topic.id}",
-                              {live.PUBLISHED: len(stored), live.BYTES: sum(len(m.data) for m in messages)}, now)
+        counts = {live.PUBLISHED: len(stored), live.BYTES: sum(len(m.data) for m in messages)}
+        self.ctx.counters.add(topic, counts, now)
         return [m.message_id for m in stored]
 
     def _store_and_fan_out(self, entry: LogEntry, blob: bytes, body_start: int,

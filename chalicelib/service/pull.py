@@ -65,7 +65,7 @@ class PullService:
         if later:  # redeliveries: a longer backoff after their expiry
             self.ctx.queues.change_visibility_batch(rec.queue_url, list(later.items()))
         self._require_bodies(deliveries)
-        self.ctx.counters.add(name.project, f"sub#{name.id}", {live.DELIVERED: len(deliveries)}, self.ctx.clock())
+        self.ctx.counters.add(name, {live.DELIVERED: len(deliveries)}, self.ctx.clock())
         return PullResponse(tuple(self._received(name, rec, lease_id, d) for d in deliveries))
 
     def _received(self, name: Name, rec: SubscriptionRecord, lease_id: str, d: Delivery) -> ReceivedMessage:
@@ -196,7 +196,7 @@ class PullService:
             name.path, exact_key(a.queue_gen, a.message_id), a.lease_id, now))
         if good:
             self.ctx.queues.delete_batch(rec.queue_url, [a.receipt for a in good])
-            self.ctx.counters.add(name.project, f"sub#{name.id}", {live.ACKED: len(good)}, now)
+            self.ctx.counters.add(name, {live.ACKED: len(good)}, now)
         self._raise_failures(failed)
         return Empty()
 

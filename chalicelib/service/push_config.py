@@ -25,7 +25,7 @@ import logging
 
 from chalicelib.config import Config
 from chalicelib.core import ams, names, push_identities
-from chalicelib.core.endpoints import Reserved, Target, refuse_reserved, reserved_destinations, validate_push_endpoint
+from chalicelib.core.endpoints import validate_push_endpoint
 from chalicelib.core.errors import FailedPrecondition, InvalidArgument, PermissionDenied
 from chalicelib.core.models import Subscription
 from chalicelib.core.oidc import DEFAULT_LIFETIME, TokenSigner, generate_signing_key
@@ -33,7 +33,7 @@ from chalicelib.core.records import SubscriptionRecord
 from chalicelib.core.ttlcache import TtlCache
 from chalicelib.service.context import Context
 from chalicelib.store.push_state import queue_arn, queue_key
-from chalicelib.store.resolver import dns_resolver, endpoint_target, strict_rules
+from chalicelib.store.resolver import EndpointResolver, reserved, strict_rules
 
 log = logging.getLogger(__name__)
 
@@ -95,22 +95,12 @@ def push_token(config: Config, project: str, email: str, audience: str, now: flo
     return token
 
 
-def reserved(config: Config) -> Reserved:
-    """What no push may reach: Metro's own ports and its AWS emulator's (core/endpoints.Reserved)."""
-    return reserved_destinations(config.own_ports, config.endpoint_url, deployed=config.deployed)
-
-
-def checked_target(config: Config, url: str, timeout: float | None = None) -> Target:
-    """The endpoint checked with the configured rules (a passed check is kept a minute,
-    chalicelib/store/resolver.py), never one of Metro's own ports; InvalidArgument otherwise."""
-    return refuse_reserved(endpoint_target(config, url, timeout), reserved(config))
-
-
-def endpoint_allowed(config: Config, url: str) -> bool:
-    """The endpoint check again at delivery time (DNS answers change); delivery connects only to the
-    addresses it checked."""
+def endpoint_allowed(resolver: EndpointResolver, url: str) -> bool:
+    """The endpoint check again at delivery time (DNS answers change; a passed check is kept a minute,
+    chalicelib/store/resolver.py), never one of Metro's own ports; delivery connects only to the addresses
+    it checked."""
     try:
-        checked_target(config, url)
+        resolver.checked(url)
     except InvalidArgument as err:
         log.warning("not pushing: %s", err.message)
         return False
@@ -133,7 +123,7 @@ def validate(ctx: Context, spec: Subscription, previous: Subscription | None = N
         return
     config = ctx.config
     validate_push_endpoint(pc.push_endpoint, deployed=strict_rules(config), allow_list=config.push_allow_list,
-                           resolve=dns_resolver(config), reserved=reserved(config))
+                           resolve=ctx.resolver.resolver(), reserved=reserved(config))
     if pc.oidc_token is not None:
         email = pc.oidc_token.service_account_email
         if not email or "@" not in email:

@@ -19,7 +19,7 @@ from chalicelib.core.snapshots import CreateSnapshotRequest, Snapshot, UpdateSna
 from chalicelib.core.timefmt import format_timestamp, parse_timestamp
 from chalicelib.service.backlog import hold_backlog, release
 from chalicelib.service.context import Context
-from chalicelib.store.snapshots import SnapshotRecord
+from chalicelib.store.snapshots import SnapshotRecord, backlog_key
 
 
 class SnapshotService:
@@ -44,7 +44,7 @@ class SnapshotService:
         expires = snapshot_expiry(now, backlog)
         spec = Snapshot(name=name.path, topic=rec.spec.topic, expire_time=format_timestamp(expires),
                         labels=request.labels)
-        key = f"snapshots/{name.project}/{name.id}/{taken_ms}-{self.ctx.ids.token()}.ids"
+        key = backlog_key(name, taken_ms, self.ctx.ids.token())
         self.store.put_backlog(key, backlog, bounds)
         self.store.create(name, SnapshotRecord(spec, rec.name, taken_ms, key, expires), now)
         return spec

@@ -245,13 +245,19 @@ def lambda_(config: Config) -> LambdaClient:
     return cast("LambdaClient", _client("lambda", config.region, config.endpoint_url))
 
 
+def quick_client(service: str, config: Config) -> Any:
+    """A client of ``service`` that tries once, within seconds: for probes (store/health.py), which must answer
+    fast whether AWS answers, not wait through retries."""
+    return _client(service, config.region, config.endpoint_url, quick=True)
+
+
 @functools.cache
-def _client(service: str, region: str, endpoint_url: str | None) -> BaseClient:
+def _client(service: str, region: str, endpoint_url: str | None, quick: bool = False) -> BaseClient:
     boto_config = BotoConfig(
-        retries={"mode": "standard", "max_attempts": 5},
-        max_pool_connections=64,
-        connect_timeout=5,
-        read_timeout=30,
+        retries={"mode": "standard", "max_attempts": 1 if quick else 5},
+        max_pool_connections=8 if quick else 64,
+        connect_timeout=2 if quick else 5,
+        read_timeout=3 if quick else 30,
         tcp_keepalive=True,
     )
     session: Any = _session()  # the stubs type client() per literal service name only

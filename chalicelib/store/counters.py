@@ -10,6 +10,7 @@ from typing import Any
 
 from chalicelib.config import Config
 from chalicelib.core.live import RATE_OF, Tally
+from chalicelib.core.names import Name
 from chalicelib.store import aws
 from chalicelib.store.errors import aws_errors
 
@@ -20,6 +21,14 @@ def counters_pk(project: str) -> str:
     return f"counters#{project}"
 
 
+def counter_key(name: Name) -> str:
+    """The sort key of a topic's or a subscription's counters item."""
+    return _PREFIXES[name.collection] + name.id
+
+
+_PREFIXES = {"topics": "topic#", "subscriptions": "sub#"}
+
+
 class CounterStore:
     def __init__(self, config: Config) -> None:
         self._ddb = aws.dynamodb(config)
@@ -28,14 +37,14 @@ class CounterStore:
         self._lock = threading.Lock()
         self._tally: Tally | None = None
 
-    def add(self, project: str, key: str, values: Mapping[str, int], now: float) -> None:
-        """Count ``values`` for the resource; flush the tally when the interval has passed."""
+    def add(self, name: Name, values: Mapping[str, int], now: float) -> None:
+        """Count ``values`` for the topic or subscription; flush the tally when the interval has passed."""
         if self._interval < 0:  # counters off
             return
         with self._lock:
             if self._tally is None:
                 self._tally = Tally(now)
-            self._tally.add(project, key, values)
+            self._tally.add(name.project, counter_key(name), values)
             due = now - self._tally.started >= self._interval
             tally = self._tally if due else None
             if due:
@@ -47,7 +56,7 @@ class CounterStore:
         """One UpdateItem per resource of the tally; a failure is logged and the tally dropped."""
         span = max(now - tally.started, 0.001)
         for (project, key), counts in tally.counts.items():
-            kind = "topic" if key.startswith("topic#") else "subscription"
+            kind = "topic" if key.startswith(_PREFIXES["topics"]) else "subscription"
             names = {f"#{name}": name for name in counts}
             values: dict[str, Any] = {f":{name}": {"N": str(n)} for name, n in counts.items()}
             values.update({":rn": {"N": str(counts.get(RATE_OF[kind], 0))}, ":rs": {"N": f"{span:.3f}"},
@@ -62,17 +71,18 @@ class CounterStore:
             except Exception:  # usage figures must never fail the request that counted them
                 log.warning("live counters of %s %s not written", project, key, exc_info=True)
 
-    def read(self, project: str, key: str) -> dict[str, Any]:
-        """The stored counters of one resource ({} if none yet)."""
+    def read(self, name: Name) -> dict[str, Any]:
+        """The stored counters of one topic or subscription ({} if none yet)."""
+        key = {"pk": {"S": counters_pk(name.project)}, "sk": {"S": counter_key(name)}}
         with aws_errors("GetItem (live counters)"):
-            item = self._ddb.get_item(TableName=self._table,
-                                      Key={"pk": {"S": counters_pk(project)}, "sk": {"S": key}}).get("Item", {})
+            item = self._ddb.get_item(TableName=self._table, Key=key).get("Item", {})
         return {k: float(v["N"]) for k, v in item.items() if "N" in v}
 
     def project_total(self, project: str, name: str) -> int:
         """The sum of one counter over the project's topics (one Query)."""
+        values = {":pk": {"S": counters_pk(project)}, ":t": {"S": _PREFIXES["topics"]}}
         total, args = 0, {"TableName": self._table, "KeyConditionExpression": "pk = :pk AND begins_with(sk, :t)",
-                          "ExpressionAttributeValues": {":pk": {"S": counters_pk(project)}, ":t": {"S": "topic#"}}}
+                          "ExpressionAttributeValues": values}
         while True:
             with aws_errors("Query (live counters)"):
                 resp = self._ddb.query(**args)  # type: ignore[arg-type]

@@ -6,6 +6,10 @@ messages name tables, queues, keys and account details, so they go to the log on
 - throttling (any service's throttling codes, or HTTP 429): RESOURCE_EXHAUSTED (429) with a retry hint;
 - a value AWS refuses (ValidationException and the like): INVALID_ARGUMENT (400), since a retry cannot help;
 - a conflict with a concurrent transaction: ABORTED (409), which Google's clients retry;
+- a misconfiguration (access denied, credentials missing or refused, a table, bucket, queue or function that
+  should exist and does not): FAILED_PRECONDITION (400) with no retry hint, since no retry can succeed until
+  an operator mends it (Google's publishers retry INTERNAL and UNAVAILABLE without end), and an error-level log
+  line naming the AWS operation and code;
 - anything else, and connection failures: UNAVAILABLE (503) with a retry hint.
 """
 
@@ -16,9 +20,22 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import (
+    BotoCoreError,
+    ClientError,
+    NoCredentialsError,
+    NoRegionError,
+    PartialCredentialsError,
+)
 
-from chalicelib.core.errors import Aborted, InvalidArgument, MetroError, ResourceExhausted, Unavailable
+from chalicelib.core.errors import (
+    Aborted,
+    FailedPrecondition,
+    InvalidArgument,
+    MetroError,
+    ResourceExhausted,
+    Unavailable,
+)
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +56,19 @@ INVALID = frozenset({
 })
 CONFLICT = frozenset({"TransactionConflictException", "TransactionInProgressException",
                       "TransactionCanceledException", "ConditionalCheckFailedException"})
+# Codes that say Metro's own setup is wrong: its role may not do this, its credentials are refused, or a table,
+# bucket, queue or function it was configured with does not exist. A caller's retry cannot mend any of them.
+MISCONFIGURED = frozenset({
+    "AccessDenied", "AccessDeniedException", "AWS.SimpleQueueService.AccessDenied", "UnauthorizedOperation",
+    "AuthorizationError", "UnrecognizedClientException", "InvalidClientTokenId", "InvalidAccessKeyId",
+    "SignatureDoesNotMatch", "MissingAuthenticationToken", "IncompleteSignature", "AllAccessDisabled",
+    "KMS.AccessDeniedException", "KMSAccessDeniedException", "KMS.DisabledException", "KMSDisabledException",
+    "KMS.NotFoundException", "KMSNotFoundException", "ResourceNotFoundException", "TableNotFoundException",
+    "NoSuchBucket", "AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist",
+})
+# Client-side failures of the same kind: no credentials or no region to sign with.
+_UNCONFIGURED = (NoCredentialsError, PartialCredentialsError, NoRegionError)
+MISCONFIGURED_MESSAGE = "The service cannot use its storage as configured; its operator has to fix the setup."
 
 RETRY_DELAY = "1s"  # the hint Metro gives; Google's clients back off exponentially from their own settings
 
@@ -62,6 +92,10 @@ CONDITIONAL = ("ConditionalCheckFailedException", "TransactionCanceledException"
 def client_error(exc: ClientError, what: str) -> MetroError:
     """The Metro error for an AWS error during ``what``; the AWS code and message are logged, not returned."""
     code = code_of(exc)
+    if code in MISCONFIGURED:
+        log.error("misconfiguration: AWS refused %s (%s): %s %s", what, exc.operation_name, code,
+                  exc.response.get("Error", {}).get("Message", ""))
+        return FailedPrecondition(MISCONFIGURED_MESSAGE)
     log.warning("AWS error during %s: %s", what, exc)
     if code in THROTTLED or _status_of(exc) == 429:
         return ResourceExhausted("The service is busy; retry with backoff.", [retry_info()])
@@ -73,6 +107,9 @@ def client_error(exc: ClientError, what: str) -> MetroError:
 
 
 def connection_error(exc: BotoCoreError, what: str) -> MetroError:
+    if isinstance(exc, _UNCONFIGURED):
+        log.error("misconfiguration: %s cannot be sent to AWS: %s", what, type(exc).__name__)
+        return FailedPrecondition(MISCONFIGURED_MESSAGE)
     log.warning("AWS connection error during %s: %s", what, exc)
     return Unavailable("The service is temporarily unavailable; retry.", [retry_info()])
 

@@ -9,7 +9,6 @@ items past their ``ttl`` are skipped: DynamoDB deletes expired items only eventu
 from __future__ import annotations
 
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -19,11 +18,11 @@ from chalicelib.core.records import LogEntry
 from chalicelib.store import aws
 from chalicelib.store.errors import aws_errors
 from chalicelib.store.log import MessageLog, entry_from_item
+from chalicelib.store.workers import Workers
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import QueryInputTypeDef
 
-_POOL = ThreadPoolExecutor(max_workers=16, thread_name_prefix="metro-history")
 BATCH_ENTRIES = 100  # publish requests read per batch (their objects fetched concurrently)
 
 
@@ -43,10 +42,11 @@ class RequestMessages:
 
 
 class TopicHistory:
-    def __init__(self, config: Config, log: MessageLog) -> None:
+    def __init__(self, config: Config, log: MessageLog, workers: Workers) -> None:
         self._ddb = aws.dynamodb(config)
         self._table = config.messages_table
         self._log = log
+        self._workers = workers
 
     def entries(self, topic: str, from_ms: int, now: float) -> Iterator[list[LogEntry]]:
         """The topic's unexpired log entries published from ``from_ms`` on, oldest first, a Query page at a time."""
@@ -84,7 +84,7 @@ class TopicHistory:
 
     def read(self, entries: list[LogEntry]) -> list[RequestMessages]:
         """The messages of these publish requests: raw objects on threads, the rest from the archive."""
-        blobs = list(_POOL.map(aws.in_callers_part(self._log.read_object), [e.key for e in entries]))
+        blobs = self._workers.map(aws.in_callers_part(self._log.read_object), [e.key for e in entries])
         out: list[RequestMessages] = []
         for entry, blob in zip(entries, blobs):
             if blob is None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from botocore.exceptions import ClientError
@@ -16,12 +15,10 @@ from botocore.exceptions import ClientError
 from chalicelib.config import Config
 from chalicelib.store import aws, batch
 from chalicelib.store.errors import aws_errors, code_of
+from chalicelib.store.workers import Workers
 
 T = TypeVar("T")
 R = TypeVar("R")
-# Lease writes of one pull or acknowledge run concurrently: one after another, a pull of 100 messages took
-# 100 round trips, which on a busy machine outlasted clients' timeouts (found by the fault run, make chaos).
-_POOL = ThreadPoolExecutor(max_workers=16, thread_name_prefix="metro-leases")
 
 
 def exact_key(gen: int, message_id: str) -> str:
@@ -39,9 +36,10 @@ class ExactLeases:
     pullers only one holds a message, and an ack with a stale token or after its deadline fails.
     """
 
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, workers: Workers) -> None:
         self._ddb = aws.dynamodb(config)
         self._table = config.leases_table
+        self._workers = workers
 
     def _update(self, sub: str, mid: str, expr: str, cond: str, values: dict[str, Any]) -> dict[str, Any] | None:
         """Run a conditional update; None on success, else the item as it was (possibly empty).
@@ -68,12 +66,12 @@ class ExactLeases:
             raise
         return None
 
-    @staticmethod
-    def each(transition: Callable[[T], R], items: Sequence[T]) -> list[R]:
-        """``transition`` (one conditional write) of every item, concurrently; results in the items' order."""
-        if len(items) <= 1:
-            return [transition(item) for item in items]
-        return list(_POOL.map(aws.in_callers_part(transition), items))
+    def each(self, transition: Callable[[T], R], items: Sequence[T]) -> list[R]:
+        """``transition`` (one conditional write) of every item, concurrently; results in the items' order.
+
+        One after another, a pull of 100 messages took 100 round trips, which on a busy machine outlasted
+        clients' timeouts (found by the fault run, make chaos)."""
+        return self._workers.map(aws.in_callers_part(transition), items)
 
     def claim(self, sub: str, mid: str, token: str, deadline: float, now: float, expires: int) -> str:
         """Lease a message for one delivery: ``ok``, ``acked`` (never deliver again) or ``held``."""

@@ -11,7 +11,6 @@ import hashlib
 import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, cast
 
@@ -23,6 +22,7 @@ from chalicelib.core.errors import NotFound
 from chalicelib.core.sqs_batches import Outgoing
 from chalicelib.store import aws
 from chalicelib.store.errors import aws_errors, code_of
+from chalicelib.store.workers import Workers
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -50,8 +50,6 @@ SQS_MAX_WAIT = 20
 DRAIN_MISSES = 3  # empty receives in a row (with messages still counted) before a drain stops
 SQS_MIN_RETENTION = 60
 SQS_MAX_RETENTION = 14 * 24 * 3600
-# SendMessageBatch calls of one fan-out run concurrently on this shared pool (botocore clients are thread-safe).
-_SEND_POOL = ThreadPoolExecutor(max_workers=16, thread_name_prefix="metro-sqs-send")
 
 
 @contextlib.contextmanager
@@ -104,11 +102,12 @@ def queue_name(prefix: str, subscription: str, gen: int, fifo: bool) -> str:
 
 
 class QueueStore:
-    def __init__(self, config: Config, client: SQSClient | None = None,
+    def __init__(self, config: Config, workers: Workers, client: SQSClient | None = None,
                  sleep: Callable[[float], None] = time.sleep) -> None:
         self._sqs = client if client is not None else aws.sqs(config)
         self._prefix = config.queue_prefix
         self._sleep = sleep
+        self._workers = workers  # the SendMessageBatch calls of one fan-out run concurrently on it
 
     def create(self, subscription: str, gen: int, fifo: bool, visibility: int, retention: float) -> str:
         attrs: dict[QueueAttributeNameType, str] = {
@@ -165,7 +164,7 @@ class QueueStore:
             url, msgs = jobs[task[0]]
             return self._send_in_turn(url, msgs, task[1])
 
-        results = [run(t) for t in tasks] if len(tasks) <= 1 else list(_SEND_POOL.map(aws.in_callers_part(run), tasks))
+        results = self._workers.map(aws.in_callers_part(run), tasks)
         out = [SendResult() for _ in jobs]
         for (j, _), result in zip(tasks, results):
             out[j].failed.extend(result.failed)

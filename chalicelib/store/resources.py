@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from typing import TYPE_CHECKING, TypeVar
 
 from botocore.exceptions import ClientError
@@ -32,6 +32,7 @@ from chalicelib.core.ttlcache import TtlCache
 from chalicelib.store import aws, paging
 from chalicelib.store.errors import aws_errors, client_error, code_of
 from chalicelib.store.items import delete_existing
+from chalicelib.store.workers import Workers
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import ScanInputTypeDef, TransactWriteItemTypeDef
@@ -39,7 +40,6 @@ if TYPE_CHECKING:
     from chalicelib.store.aws import Item
 
 R = TypeVar("R")
-_POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="metro-resources")
 
 
 def _topic_key(name: Name) -> Item:
@@ -106,9 +106,10 @@ class ResourceStore:
     """Resource records; ``cached_*`` serve the data path from a short per-process cache
     (docs/decisions/cost-model.md), which this process's own writes invalidate at once."""
 
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, workers: Workers) -> None:
         self._ddb = aws.dynamodb(config)
         self._table = config.resources_table
+        self._workers = workers
         self._paged = paging.PagedTable(self._ddb, self._table, PageTokens(config.ack_secret))
         self._topics: TtlCache[str, TopicRecord] = TtlCache(config.metadata_cache_seconds)
         self._subs: TtlCache[str, SubscriptionRecord] = TtlCache(config.metadata_cache_seconds)
@@ -348,7 +349,7 @@ class ResourceStore:
 
     def start_topic_subscriptions(self, topic: str) -> Future[list[SubscriptionRecord]]:
         """:meth:`topic_subscriptions` on a background thread, so a caller can overlap it with other calls."""
-        return _POOL.submit(aws.in_callers_part(lambda: self.topic_subscriptions(topic)[0]))
+        return self._workers.submit(aws.in_callers_part(lambda: self.topic_subscriptions(topic)[0]))
 
     def count_topics(self, project: str) -> int:
         return self._count(f"project#{project}", "topic#")

@@ -47,6 +47,11 @@ class SnapshotRecord:
         return now < self.expires
 
 
+def backlog_key(name: Name, taken_ms: int, token: str) -> str:
+    """Where a snapshot's held ids are kept in S3: one object per snapshot taken (``token`` keeps two apart)."""
+    return f"snapshots/{name.project}/{name.id}/{taken_ms}-{token}.ids"
+
+
 def _key(name: Name) -> Item:
     return {"pk": {"S": f"project#{name.project}"}, "sk": {"S": f"snap#{name.id}"}}
 

@@ -13,7 +13,7 @@ import pytest
 from google.pubsub_v1 import PubsubMessage
 
 from tests.e2e.google_helpers import pull_n
-from tests.e2e.test_push_webhook import Hook, Webhook
+from tests.webhooks import Hook, Webhook
 
 WIDE = {f"{j:03d}".ljust(250, "k"): "v" * 1024 for j in range(100)}
 LONG_KEY = "ключ упорядочения с пробелами " * 8  # noqa: RUF001 - Cyrillic on purpose: 240 characters, 440 bytes

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.e2e
 def test_the_stack_stops_on_a_signal(tmp_path: Path, sig: signal.Signals) -> None:
     stack = start_stack(tmp_path / "metro.log")
     try:
-        assert requests.get(stack.url + "/", timeout=10).text == "Ok"
+        assert requests.get(stack.url + "/", timeout=10).json()["ports"]["rest"] == int(stack.url.rsplit(":", 1)[1])
         log = (tmp_path / "metro.log").read_text()
         assert [line for line in log.splitlines() if line.startswith("Metro listening on ")] == [
             f"Metro listening on {stack.url} (AWS: {stack.emulator_url}; auth: open: every caller is service_admin)"]
@@ -48,6 +48,6 @@ def test_a_second_stack_on_a_taken_port_exits_at_once_naming_the_port(tmp_path: 
         assert second.returncode != 0
         assert f"Port {taken} " in second.stderr and variable in second.stderr, second.stderr
         assert "Metro listening" not in second.stdout
-        assert requests.get(first.url + "/", timeout=10).text == "Ok"  # the first stack is untouched
+        assert requests.get(first.url + "/", timeout=10).json()["name"] == "Metro"  # the first stack is untouched
     finally:
         first.stop()

@@ -11,7 +11,7 @@ import pytest
 from google.api_core import exceptions as gexc
 from google.pubsub_v1 import PubsubMessage
 
-from tests.e2e.test_push_webhook import Request, Webhook
+from tests.webhooks import Request, Webhook
 
 pytestmark = pytest.mark.e2e
 PROJECT = "e2e-push-policies"

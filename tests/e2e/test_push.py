@@ -1,6 +1,6 @@
 """Push delivery end to end: the local stack (publish -> fan-out -> push pump -> handler) to a real webhook.
 
-The webhook runs in this test process (tests/e2e/test_push_webhook.py); the stack is the shared
+The webhook runs in this test process (tests/webhooks.py); the stack is the shared
 session stack (METRO_PULL_WAIT_SECONDS=2). Times are generous where the emulator sets the pace. Push rates
 (backoff, recovery, flow control) are measured on a fake clock in tests/unit/test_push_flow.py.
 """
@@ -21,8 +21,8 @@ import requests
 from google.auth.credentials import AnonymousCredentials
 from google.cloud import pubsub_v1
 
-from tests.e2e.test_push_webhook import Webhook
 from tests.stack import RunningStack, free_port
+from tests.webhooks import Webhook
 
 pytestmark = pytest.mark.e2e
 PROJECT = "e2e-push"

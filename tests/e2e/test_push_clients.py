@@ -4,7 +4,7 @@
   (write_metadata), then ``modify_push_config`` to a wrapped endpoint, to pull and back to push;
 - google-api-python-client (discovery): ``create`` with ``pushConfig`` and ``modifyPushConfig``.
 
-The webhook runs in this process (tests/e2e/test_push_webhook.py). A warm push handler trusts its
+The webhook runs in this process (tests/webhooks.py). A warm push handler trusts its
 copy of a subscription for 2 s, so after a change each test waits that long before publishing.
 """
 
@@ -20,8 +20,8 @@ import pytest
 from google.auth.credentials import AnonymousCredentials
 from google.cloud import pubsub_v1
 
-from tests.e2e.test_push_webhook import Hook, Webhook
 from tests.stack import RunningStack
+from tests.webhooks import Hook, Webhook
 
 pytestmark = pytest.mark.e2e
 PROJECT = "e2e-push-clients"

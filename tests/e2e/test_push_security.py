@@ -16,8 +16,8 @@ from google.api_core import exceptions as gexc
 from google.auth.credentials import AnonymousCredentials
 from google.cloud import pubsub_v1
 
-from tests.e2e.test_push_webhook import Webhook
 from tests.stack import RunningStack, start_stack
+from tests.webhooks import Webhook
 
 pytestmark = pytest.mark.e2e
 PROJECT = "e2e-push-security"

@@ -13,8 +13,8 @@ from collections.abc import Iterator
 import pytest
 import requests
 
-from tests.e2e.test_push_webhook import Request, Webhook
 from tests.stack import RunningStack, start_stack
+from tests.webhooks import Request, Webhook
 
 pytestmark = pytest.mark.e2e
 

@@ -100,9 +100,15 @@ def pull_until(api: Api, sub_url: str, n: int, timeout: float = 15) -> list[dict
 # -- basics -----------------------------------------------------------------------------------------
 
 
-def test_root_answers_ok(api: Api) -> None:
+def test_root_names_metro_its_ports_and_its_description(api: Api, stack: RunningStack) -> None:
     resp = api.call("GET", "/")
-    assert (resp.status_code, resp.text) == (200, "Ok")
+    assert (resp.status_code, resp.headers["Content-Type"]) == (200, "application/json")
+    info = resp.json()
+    assert (info["name"], info["docs"], info["openapi"]) == ("Metro", "/docs", "/openapi.json")
+    assert info["ports"] == {"rest": int(stack.url.rsplit(":", 1)[1]), "ams": int(stack.ams_host.rsplit(":", 1)[1])}
+    assert "not served" in info["grpc"]
+    for path in (info["docs"], info["openapi"]):
+        assert api.call("GET", path).status_code == 200
 
 
 @pytest.mark.parametrize(("method", "path"), [
@@ -360,7 +366,7 @@ def test_no_input_causes_a_server_error(api: Api, names: dict[str, str], unique:
         if resp.status_code == 200 and method == "PUT":  # an acceptable body created the resource
             api.call("DELETE", path)
     # The server is still serving, and a full round trip works.
-    assert api.call("GET", "/").text == "Ok"
+    assert api.call("GET", "/").json()["name"] == "Metro"
     api.call("POST", names["topic_url"] + ":publish", {"messages": [{"data": b64(b"still alive")}]})
     seen: list[bytes] = []  # behind any message an accepted fuzz publish left in the subscription
     end = time.monotonic() + 15

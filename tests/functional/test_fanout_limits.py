@@ -33,7 +33,7 @@ def build(services: Services, direct: bool) -> tuple[Services, StrictSqs]:
     ctx = services.ctx
     strict = StrictSqs(aws.client("sqs", ctx.config))
     ctx = dataclasses.replace(ctx, config=dataclasses.replace(ctx.config, direct_fanout=direct),
-                              queues=QueueStore(ctx.config, client=strict, sleep=lambda _: None))
+                              queues=QueueStore(ctx.config, ctx.workers, client=strict, sleep=lambda _: None))
     return Services.build(ctx), strict
 
 

@@ -18,6 +18,7 @@ from chalicelib.local.bootstrap import bootstrap
 from chalicelib.local.faults import FaultInjector
 from chalicelib.store import aws
 from chalicelib.store.leases import ExactLeases
+from chalicelib.store.workers import Workers
 
 NOW = 1_800_000_000.0
 FAULT = {"throttle": 0.0, "server_error": 0.3, "timeout_before": 0.6, "timeout_after": 0.9}
@@ -76,7 +77,7 @@ def unfault(client: Any) -> None:
 
 @pytest.mark.parametrize("kind", ["timeout_after", "server_error", "timeout_before"])
 def test_exactly_once_ack_succeeds_when_an_attempt_fails(config: Config, kind: str) -> None:
-    leases, ddb = ExactLeases(config), aws.dynamodb(config)
+    leases, ddb = ExactLeases(config, Workers()), aws.dynamodb(config)
     sub = f"projects/p/subscriptions/ack-{kind}"
     assert leases.claim(sub, "m1", "tok", NOW + 10, NOW, int(NOW + 86400)) == "ok"
     injector = faulted(ddb, "UpdateItem", kind)
@@ -90,7 +91,7 @@ def test_exactly_once_ack_succeeds_when_an_attempt_fails(config: Config, kind: s
 
 
 def test_exactly_once_claim_whose_answer_was_lost_is_held_by_its_puller(config: Config) -> None:
-    leases, ddb = ExactLeases(config), aws.dynamodb(config)
+    leases, ddb = ExactLeases(config, Workers()), aws.dynamodb(config)
     sub = "projects/p/subscriptions/claim-lost"
     faulted(ddb, "UpdateItem", "timeout_after")
     try:
@@ -132,7 +133,7 @@ def test_lease_writes_of_one_pull_run_concurrently(config: Config) -> None:
     import threading
     import time
 
-    leases, ddb = ExactLeases(config), aws.dynamodb(config)
+    leases, ddb = ExactLeases(config, Workers()), aws.dynamodb(config)
     sub, flying, most = "projects/p/subscriptions/concurrent", [0], [0]
     lock = threading.Lock()
 

@@ -23,8 +23,7 @@ from moto import mock_aws
 
 from app import app
 from chalicelib import runtime
-from chalicelib.api import permissions
-from chalicelib.api.routes import TABLES
+from chalicelib.api import permissions, registry
 from chalicelib.config import Config
 from chalicelib.local.bootstrap import bootstrap
 from chalicelib.store import aws
@@ -180,7 +179,7 @@ PROBES[(P.STATUS, "GET", "")] = Probe("/v1/status", "authenticated", 200, projec
 PROBES[(P.VERSION, "GET", "")] = Probe("/v1/version", "authenticated", 200, project=OWN)
 PROBES[(P.SERVICE_METRICS, "GET", "")] = Probe("/v1/metrics", "service_admin", 200, project=OWN)
 
-ENTRIES = sorted((route, method, verb) for route, rules in P.PERMISSIONS.items() for (method, verb) in rules)
+ENTRIES = sorted((route, method, verb) for route, rules in registry.PERMISSIONS.items() for (method, verb) in rules)
 
 
 class Api:
@@ -254,11 +253,11 @@ def expected(action: str, who: str, project: str, probe: Probe) -> tuple[int, st
 
 def test_every_route_has_rules_and_every_rule_a_probe() -> None:
     routes = set(app.routes)
-    assert routes == set(P.PERMISSIONS), "a route of app.py has no entry in the permission table"
-    for route, table in TABLES.items():
-        assert set(table) == set(P.PERMISSIONS[route]), route
+    assert routes == set(registry.PERMISSIONS), "a route of app.py has no entry in the permission table"
+    for route in registry.ROUTES:
+        assert set(registry.table(route)) == set(registry.PERMISSIONS[route]), route
     assert set(PROBES) == set(ENTRIES), "a permission entry has no probe here"
-    assert {rule.action.value for rules in P.PERMISSIONS.values() for rule in rules.values()} <= set(ALLOWED)
+    assert {rule.action.value for rules in registry.PERMISSIONS.values() for rule in rules.values()} <= set(ALLOWED)
 
 
 @pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: f"{e[1]} {e[0]}:{e[2]}".rstrip(":"))

@@ -23,9 +23,9 @@ import jwt
 import pytest
 
 from tests.e2e.test_auth_keys import call
-from tests.e2e.test_push_webhook import Hook, Webhook
 from tests.rehearsal.conftest import PROJECT, Deployed, ok
 from tests.unit.test_push_net import certificate
+from tests.webhooks import Hook, Webhook
 
 HOST = "localhost"
 PUSHER = "pusher@rehearsal.example"

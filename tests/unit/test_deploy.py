@@ -1,12 +1,9 @@
-"""infra/deploy.py and infra/template.py: the merged app template, cfn-lint, and re-runs with nothing to change."""
+"""infra/deploy.py: the storage template, change sets and re-runs with nothing to change (the merged app template
+and cfn-lint: tests/package/test_app_template.py)."""
 
 from __future__ import annotations
 
-import copy
 import json
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,88 +11,11 @@ import boto3
 import pytest
 from botocore.stub import ANY, Stubber
 
-from infra import deploy, template
+from infra import deploy
 from infra.names import StageNames
-from tests.unit.packaged import packaged_template
 
 ROOT = Path(__file__).resolve().parents[2]
-SETTINGS = template.Settings("dev", "metro-dev-123456789012-us-east-1", "deploy/dev/app-0123.zip",
-                             parallelization_factor=6, reserved_concurrency={"maintenance": 1, "push": 50},
-                             layer_key="deploy/dev/app-4567-pyarrow-layer.zip")
 NO_CHANGE = "The submitted information didn't contain changes. Submit different information to create a change set."
-
-
-@pytest.fixture(scope="module")
-def packaged() -> dict[str, Any]:
-    return packaged_template()
-
-
-@pytest.fixture(scope="module")
-def merged(packaged: dict[str, Any]) -> dict[str, Any]:
-    return template.merge(packaged, SETTINGS)
-
-
-def test_the_fanout_stream_mapping_reports_failures_bisects_and_keeps_what_fails(merged: dict[str, Any]) -> None:
-    resources = merged["Resources"]
-    assert "Events" not in resources["Fanout"]["Properties"]  # Chalice's placeholder stream event is gone
-    mapping = resources[template.MAPPING_ID]["Properties"]
-    assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
-    assert mapping["BisectBatchOnFunctionError"] is True and mapping["ParallelizationFactor"] == 6
-    assert mapping["EventSourceArn"] == {"Fn::ImportValue": "metro-dev-storage-MessagesStreamArn"}
-    assert mapping["DestinationConfig"]["OnFailure"]["Destination"] == {"Fn::GetAtt": [template.DLQ_ID, "Arn"]}
-    assert mapping["BatchSize"] == 100 and mapping["StartingPosition"] == "TRIM_HORIZON"
-    dlq = resources[template.DLQ_ID]
-    assert dlq["Properties"]["QueueName"] == StageNames("dev").dlq and dlq["DeletionPolicy"] == "Retain"
-    assert not StageNames("dev").dlq.startswith(StageNames("dev").queue_prefix + "-")  # not a subscription queue
-    alarm = resources[template.ALARM_ID]["Properties"]
-    assert alarm["Dimensions"][0]["Value"] == {"Fn::GetAtt": [template.DLQ_ID, "QueueName"]}
-    grants = resources["FanoutRole"]["Properties"]["Policies"][0]["PolicyDocument"]["Statement"]
-    assert {"Fn::GetAtt": [template.DLQ_ID, "Arn"]} in grants[-1]["Resource"]
-    assert grants[-1]["Action"] == ["sqs:SendMessage"]
-
-
-def test_functions_get_their_stage_names_code_and_concurrency(packaged: dict[str, Any], merged: dict[str, Any]) -> None:
-    before = copy.deepcopy(packaged)
-    template.merge(packaged, SETTINGS)
-    assert packaged == before  # the input is not modified
-    names = StageNames("dev")
-    for function, logical_id in template.FUNCTION_IDS.items():
-        props = merged["Resources"][logical_id]["Properties"]
-        assert props["FunctionName"] == names.function(function)
-        assert props["CodeUri"] == {"Bucket": SETTINGS.code_bucket, "Key": SETTINGS.code_key}
-        env = props["Environment"]["Variables"]
-        assert env["METRO_BUCKET"] == {"Fn::Sub": names.bucket} and env["METRO_MODE"] == "aws"
-        assert {k: v for k, v in env.items() if k not in ("METRO_BUCKET", "METRO_PUBLIC_URL")} == {
-            "METRO_MODE": "aws", **{k: v for k, v in names.environment().items() if k != "METRO_BUCKET"}}
-        assert env["METRO_RESOURCES_TABLE"] == "metro-dev-resources" and env["METRO_QUEUE_PREFIX"] == "metro-dev"
-        assert props.get("ReservedConcurrentExecutions") == SETTINGS.reserved_concurrency.get(function)
-    assert merged["Resources"]["Maintenance"]["Properties"]["Events"]  # the schedule stays
-
-
-def cfn_lint(path: Path) -> subprocess.CompletedProcess[str]:
-    exe = shutil.which("cfn-lint", path=str(Path(sys.executable).parent))
-    if exe is None:
-        pytest.skip("cfn-lint is not installed (requirements-dev.txt pins it)")
-    return subprocess.run([exe, str(path)], capture_output=True, text=True, timeout=300, check=False)
-
-
-def test_cfn_lint_is_clean_on_the_storage_template() -> None:
-    done = cfn_lint(ROOT / "infra" / "resources.json")
-    assert done.returncode == 0, done.stdout + done.stderr
-
-
-def test_cfn_lint_is_clean_on_the_merged_app_template(merged: dict[str, Any], tmp_path: Path) -> None:
-    path = tmp_path / "app.json"
-    path.write_text(json.dumps(merged))
-    done = cfn_lint(path)
-    assert done.returncode == 0, done.stdout + done.stderr
-
-
-def test_cfn_lint_finds_the_packaged_template_wrong_before_the_merge(packaged: dict[str, Any], tmp_path: Path) -> None:
-    path = tmp_path / "sam.json"  # the control: what the merge fixes is really wrong in Chalice's output
-    path.write_text(json.dumps(packaged))
-    done = cfn_lint(path)
-    assert done.returncode != 0 and "E3017" in done.stdout  # the placeholder stream ARN
 
 
 def test_tables_and_bucket_are_kept_on_delete_and_replacement() -> None:

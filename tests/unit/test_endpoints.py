@@ -6,9 +6,11 @@ from collections.abc import Sequence
 
 import pytest
 
+from chalicelib.config import Config
 from chalicelib.core.endpoints import parse_push_endpoint, validate_push_endpoint
 from chalicelib.core.errors import InvalidArgument
-from chalicelib.store.resolver import resolve
+from chalicelib.store.resolver import EndpointResolver
+from chalicelib.store.workers import Workers
 
 DNS: dict[str, list[str]] = {
     "push.example.com": ["93.184.216.34", "2606:2800:220:1:248:1893:25c8:1946"],
@@ -168,8 +170,9 @@ def test_resolver_errors_count_as_unresolvable() -> None:
 
 
 def test_resolver_resolves_ip_literals_without_network() -> None:
-    assert resolve("127.0.0.1", 5.0) == ["127.0.0.1"]
-    assert resolve("::1", 5.0) == ["::1"]
+    resolver = EndpointResolver(Config(), Workers())
+    assert resolver.resolve("127.0.0.1", 5.0) == ["127.0.0.1"]
+    assert resolver.resolve("::1", 5.0) == ["::1"]
 
 
 # -- one parser: nothing two URL readers could read differently -------------------------------------------
@@ -283,9 +286,10 @@ def test_the_resolver_gives_up_after_its_timeout(monkeypatch: pytest.MonkeyPatch
         return ["93.184.216.34"]
 
     monkeypatch.setattr(resolver, "_getaddrinfo", hanging)
+    dns = resolver.EndpointResolver(Config(), Workers())
     try:
         with pytest.raises(TimeoutError):
-            resolver.resolve("hangs.example.com", 0.05)
+            dns.resolve("hangs.example.com", 0.05)
     finally:
         release.set()
 
@@ -296,7 +300,6 @@ def test_push_config_validation_does_not_wait_for_a_hanging_resolver(monkeypatch
     import time
     from typing import cast
 
-    from chalicelib.config import Config
     from chalicelib.core.models import PushConfig, Subscription
     from chalicelib.service.context import Context
     from chalicelib.service.push_config import validate
@@ -309,6 +312,7 @@ def test_push_config_validation_does_not_wait_for_a_hanging_resolver(monkeypatch
 
     class Ctx:
         config = Config(deployed=True, push_dns_timeout_seconds=0.2)
+        resolver = EndpointResolver(config, Workers())
 
     monkeypatch.setattr(socket, "getaddrinfo", hanging)
     spec = Subscription(push_config=PushConfig(push_endpoint="https://hangs.example.com/push"))
@@ -317,5 +321,31 @@ def test_push_config_validation_does_not_wait_for_a_hanging_resolver(monkeypatch
         with pytest.raises(InvalidArgument, match="could not be resolved in time"):
             validate(cast(Context, Ctx()), spec)
         assert time.monotonic() - start < 2.0
+    finally:
+        release.set()
+
+
+def test_hanging_lookups_hold_at_most_a_few_of_the_shared_workers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lookups run on the context's workers (store/workers.py), at most MAX_LOOKUPS at once: a resolver that
+    never answers leaves the other workers to the stores, and a lookup past the bound waits for a slot no longer
+    than its own timeout."""
+    import threading
+
+    from chalicelib.store import resolver
+
+    release = threading.Event()
+
+    def hanging(host: str) -> list[str]:
+        release.wait(30)
+        return ["93.184.216.34"]
+
+    monkeypatch.setattr(resolver, "_getaddrinfo", hanging)
+    workers = Workers(max_workers=resolver.MAX_LOOKUPS + 1)
+    dns = resolver.EndpointResolver(Config(), workers)
+    try:
+        for n in range(resolver.MAX_LOOKUPS + 1):  # unbounded, the last lookup would take the last worker
+            with pytest.raises(TimeoutError):
+                dns.resolve(f"hangs-{n}.example.com", 0.05)
+        assert workers.submit(lambda: "a store call").result(timeout=5) == "a store call"
     finally:
         release.set()

@@ -1,5 +1,6 @@
 """Per-function IAM: named actions only, resources scoped to the stage's own tables, bucket, queues and functions,
-checked on the policy files and on the template ``chalice package`` generates from them."""
+checked on the policy files (and on the template ``chalice package`` generates from them in
+tests/package/test_app_template.py)."""
 
 from __future__ import annotations
 
@@ -12,14 +13,10 @@ import pytest
 
 from infra import policies
 from infra.names import FUNCTIONS, StageNames, check_stage, resolve
-from tests.unit.packaged import packaged_template
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = json.loads((ROOT / ".chalice" / "config.json").read_text())
 CASES = [(stage, fn) for stage in policies.STAGES for fn in FUNCTIONS]
-# Chalice's logical ids of the functions' roles in the packaged template
-ROLE_IDS = {"api_handler": "ApiHandlerRole", "fanout": "FanoutRole", "push": "PushRole",
-            "maintenance": "MaintenanceRole", "seek_worker": "SeekWorkerRole"}
 
 
 def as_list(value: Any) -> list[Any]:
@@ -70,7 +67,7 @@ def test_stages_name_their_own_resources() -> None:
     dev, prod = StageNames("dev"), StageNames("prod")
     named = [k for k in dev.environment() if k != "METRO_MAX_REQUEST_BYTES"]
     assert {dev.environment()[k] for k in named}.isdisjoint(prod.environment()[k] for k in named)
-    for stage in policies.STAGES:  # the deploy's merge names them (test_deploy.py), Chalice's config does not
+    for stage in policies.STAGES:  # the deploy's merge names them (tests/package/), Chalice's config does not
         env = CONFIG["stages"][stage]["environment_variables"]
         assert set(env) == {"METRO_PUSH_FUNCTION"} and env["METRO_PUSH_FUNCTION"] == StageNames(stage).function("push")
     bucket = resolve(dev.bucket, "123456789012", "eu-west-1")
@@ -89,20 +86,3 @@ def test_functions_do_not_share_grants() -> None:
     assert not {a for a in actions("push") if a.startswith("lambda:")}
     assert "dynamodb:GetRecords" in actions("fanout") and "dynamodb:GetRecords" not in actions("push")
 
-
-@pytest.fixture(scope="module")
-def packaged() -> dict[str, Any]:
-    return packaged_template()
-
-
-@pytest.mark.parametrize("function", FUNCTIONS)
-def test_the_packaged_template_gives_each_function_its_own_scoped_role(
-    packaged: dict[str, Any], function: str
-) -> None:
-    role = packaged["Resources"][ROLE_IDS[function]]
-    docs = [p["PolicyDocument"] for p in role["Properties"]["Policies"]]
-    assert docs == [policies.policy("dev", function)]
-    assert_scoped("dev", docs[0])
-    roles = {res["Properties"]["Role"]["Fn::GetAtt"][0] for res in packaged["Resources"].values()
-             if res["Type"] == "AWS::Serverless::Function"}
-    assert roles == set(ROLE_IDS.values())

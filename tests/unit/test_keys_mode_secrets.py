@@ -4,6 +4,7 @@ tokens and ack ids; the launchers of keys-mode stacks give each run a secret of 
 from __future__ import annotations
 
 import secrets
+from pathlib import Path
 
 import pytest
 
@@ -36,3 +37,24 @@ def test_a_keys_mode_stack_gets_a_fresh_ack_secret_per_run(monkeypatch: pytest.M
     given = secrets.token_urlsafe(32)
     assert stack_env(1, 2, {**keys, "METRO_ACK_SECRET": given})["METRO_ACK_SECRET"] == given
     assert "METRO_ACK_SECRET" not in stack_env(1, 2)  # open mode: nothing to protect
+
+
+def test_a_deployed_metro_refuses_open_mode() -> None:
+    """Before, it only logged a warning and served every caller as service_admin of every project."""
+    with pytest.raises(RuntimeError, match="METRO_AUTH=open is for the local stack only"):
+        check_secrets(Config(auth_mode="open", deployed=True, ack_secret=secrets.token_bytes(32)))
+
+
+def test_the_deploy_refuses_a_stage_configured_open(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import typer
+
+    from infra import deploy
+
+    config = tmp_path / "config.json"
+    config.write_text('{"stages": {"demo": {"environment_variables": {"METRO_AUTH": "open"}}}}')
+    read = deploy.stage_auth
+    monkeypatch.setattr(deploy, "stage_auth", lambda stage: read(stage, config))
+    monkeypatch.setattr(deploy, "target", lambda *args: pytest.fail("an open stage must not get this far"))
+    with pytest.raises(typer.Exit):
+        deploy.deploy(stage="demo", region="eu-west-1", parallelization_factor=4, maximum_retry_attempts=100,
+                      alarm_topic_arn="")

@@ -1,6 +1,7 @@
-"""The OpenAPI description (api/openapi.py) against the routes: every route of app.py and every (method, verb)
-of the permission table has exactly one operation, every operation is a route Metro serves, and the
-document loads as OpenAPI with every reference resolved."""
+"""The OpenAPI description (api/openapi.py) against the routes: it is derived from the method registry
+(api/registry.py), so every route of app.py and every (method, verb) of the permission table has exactly
+one operation, every operation is a route Metro serves, and the document loads as OpenAPI with every
+reference resolved."""
 
 from __future__ import annotations
 
@@ -11,32 +12,32 @@ from html import escape
 import schemathesis
 
 from app import app
-from chalicelib.api import openapi, openapi_page, permissions
+from chalicelib.api import openapi, openapi_page, registry
 from chalicelib.api.openapi_schemas import components
 
 
 def described() -> list[tuple[str, str, str]]:
-    return [(op.route, op.method, op.verb) for op in openapi.OPERATIONS]
+    return [(op.route, op.http, op.verb) for op in registry.METHODS]
 
 
 def test_every_route_and_permission_entry_is_described() -> None:
-    entries = {(route, method, verb) for route, rules in permissions.PERMISSIONS.items() for method, verb in rules}
+    entries = {(route, method, verb) for route, rules in registry.PERMISSIONS.items() for method, verb in rules}
     missing = sorted(entries - set(described()))
-    assert not missing, f"add an Op(...) row to api/openapi.py for: {missing}"
+    assert not missing, f"declare a Method(...) (api/methods.py) for: {missing}"
     assert set(app.routes) <= {route for route, _, _ in described()}, "a route of app.py has no operation"
 
 
 def test_every_operation_is_served_once() -> None:
     ops = described()
     assert len(ops) == len(set(ops)), "an operation is described twice"
-    unserved = [op for op in ops if permissions.rule_for(*op) is None]
+    unserved = [op for op in ops if registry.rule_for(*op) is None]
     assert not unserved, f"described but not in the permission table: {unserved}"
-    for op in openapi.OPERATIONS:
-        assert op.method in app.routes[op.route], (op.method, op.route)
+    for op in registry.METHODS:
+        assert op.http in app.routes[op.route], (op.http, op.route)
 
 
 def test_paths_are_concrete_templates_with_the_verb_after_the_colon() -> None:
-    doc = openapi.document()
+    doc = openapi.document(registry.METHODS)
     assert "post" in doc["paths"]["/v1/projects/{project}/topics/{topic}:publish"]
     assert "get" in doc["paths"]["/v1/users/profile"]
     for path, methods in doc["paths"].items():
@@ -46,33 +47,33 @@ def test_paths_are_concrete_templates_with_the_verb_after_the_colon() -> None:
 
 
 def test_every_reference_resolves_and_the_document_loads_as_openapi() -> None:
-    doc = openapi.document()
+    doc = openapi.document(registry.METHODS)
     text = json.dumps(doc)
     schemas = components()
     for name in re.findall(r'"#/components/schemas/([^"]+)"', text):
         assert name in schemas, name
     loaded = schemathesis.openapi.from_dict(doc)
     operations = [result.ok() for result in loaded.get_all_operations()]
-    assert len(operations) == len(openapi.OPERATIONS)
-    assert json.loads(openapi.document_json()) == doc
+    assert len(operations) == len(registry.METHODS)
+    assert json.loads(openapi.document_json(registry.METHODS)) == doc
 
 
 def test_public_operations_need_no_token_and_the_others_say_their_errors() -> None:
-    doc = openapi.document()
+    doc = openapi.document(registry.METHODS)
     assert doc["paths"]["/openapi.json"]["get"]["security"] == []
     pull = doc["paths"]["/v1/projects/{project}/subscriptions/{subscription}:pull"]["post"]
     assert "security" not in pull and set(openapi.ERRORS) <= set(pull["responses"])
 
 
 def test_the_docs_page_lists_every_operation_and_loads_nothing_from_elsewhere() -> None:
-    html = openapi_page.page()
-    for op in openapi.OPERATIONS:
+    html = openapi_page.page(registry.METHODS)
+    for op in registry.METHODS:
         assert f"<code>{escape(op.url)}</code>" in html, op.url
     assert "http://" not in html and "https://" not in html and "<script" not in html
 
 
 def test_a_query_parameter_a_call_needs_is_required_and_the_others_are_not() -> None:
-    doc = openapi.document()
+    doc = openapi.document(registry.METHODS)
     create = {q["name"]: q["required"] for q in doc["paths"]["/v1/projects/{project}/schemas"]["post"]["parameters"]
               if q["in"] == "query"}
     listed = {q["name"]: q["required"] for q in doc["paths"]["/v1/projects/{project}/schemas"]["get"]["parameters"]

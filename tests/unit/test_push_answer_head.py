@@ -1,5 +1,5 @@
-"""The push client's bound on an answer's head (delivery/net.py): status line and headers together, interim
-answers included, at most ``net.MAX_HEAD_BYTES``; a longer head is a failed push (a nack), found without
+"""The checked HTTP client's bound on an answer's head (store/http_answer.py): status line and headers together, interim
+answers included, at most ``MAX_HEAD_BYTES``; a longer head is a failed push (a nack), found without
 reading further. Servers are raw listeners on 127.0.0.1; nothing here waits on the wall clock."""
 
 from __future__ import annotations
@@ -7,16 +7,20 @@ from __future__ import annotations
 import contextlib
 import socket
 import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import pytest
 
+from chalicelib.config import Config
 from chalicelib.core.endpoints import Target, validate_push_endpoint
-from chalicelib.delivery import net
-from chalicelib.delivery.push_request import http_post
+from chalicelib.delivery.push_request import http_poster
+from chalicelib.store import http_answer, http_client
+from chalicelib.store.http_answer import Deadline
+from chalicelib.store.resolver import EndpointResolver
+from chalicelib.store.workers import Workers
 
+http_post = http_poster(EndpointResolver(Config(), Workers()))
 LONG = 60.0  # a deadline no test reaches: each one ends on what the server sends, or on its hanging up
 
 
@@ -83,10 +87,10 @@ def target(url: str) -> Target:
 
 def test_a_status_line_longer_than_the_head_bound_is_a_failed_push(serve: type[Answering]) -> None:
     # The status line ends after the bound: before, it was read to its end and its 200 acknowledged the push.
-    server = serve(b"HTTP/1.1 200 " + b"k" * (2 * net.MAX_HEAD_BYTES) + b"\r\nContent-Length: 0\r\n\r\n")
+    server = serve(b"HTTP/1.1 200 " + b"k" * (2 * http_answer.MAX_HEAD_BYTES) + b"\r\nContent-Length: 0\r\n\r\n")
     assert http_post(server.url, b"{}", {}, LONG) is None
-    with pytest.raises(net.HeadTooLong):
-        net.post(target(server.url), b"{}", {}, time.monotonic() + LONG)
+    with pytest.raises(http_answer.HeadTooLong):
+        http_client.post(target(server.url), b"{}", {}, Deadline.after(LONG))
 
 
 def test_headers_past_the_bound_are_a_failed_push_even_after_a_good_status(serve: type[Answering]) -> None:
@@ -104,13 +108,13 @@ def test_interim_answers_count_towards_the_bound(serve: type[Answering]) -> None
 def test_a_server_that_never_ends_a_line_is_cut_off_at_the_bound(serve: type[Answering]) -> None:
     """No newline at all, and the connection held open: the push fails as soon as the bound is passed, not at
     the deadline (before, Metro kept reading, up to megabytes, until the ack deadline)."""
-    server = serve(b"x" * (net.MAX_HEAD_BYTES + 1), hold=True)
-    with pytest.raises(net.HeadTooLong):
-        net.post(target(server.url), b"{}", {}, time.monotonic() + LONG)
+    server = serve(b"x" * (http_answer.MAX_HEAD_BYTES + 1), hold=True)
+    with pytest.raises(http_answer.HeadTooLong):
+        http_client.post(target(server.url), b"{}", {}, Deadline.after(LONG))
 
 
 def test_answers_within_the_bound_are_read(serve: type[Answering]) -> None:
-    padding = b"X-Pad: " + b"p" * (net.MAX_HEAD_BYTES - 200) + b"\r\n"
+    padding = b"X-Pad: " + b"p" * (http_answer.MAX_HEAD_BYTES - 200) + b"\r\n"
     cases = [
         (b"HTTP/1.1 201 Created\r\n" + padding + b"Content-Length: 0\r\n\r\n", 201),
         # a status line without a reason phrase, with more in the same read (was taken for a malformed answer)
@@ -137,16 +141,16 @@ def test_the_head_reader_stops_reading_at_the_bound() -> None:
             return b"y" * size
 
     sock = Endless()
-    with pytest.raises(net.HeadTooLong):
-        net._read_answer(sock, time.monotonic() + LONG)  # type: ignore[arg-type]
-    assert sock.reads * 16 * 1024 <= 2 * net.MAX_HEAD_BYTES
+    with pytest.raises(http_answer.HeadTooLong):
+        http_answer.read_answer(sock, Deadline.after(LONG))  # type: ignore[arg-type]
+    assert sock.reads * 16 * 1024 <= 2 * http_answer.MAX_HEAD_BYTES
 
 
 def test_a_long_head_on_a_kept_connection_is_not_sent_again() -> None:
     """A kept connection that fails before any answer is retried once on a new one; a head past the bound is an
     answer, and a bad one: the push fails without a second request."""
     answers = [b"HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n\r\n",
-               b"HTTP/1.1 200 OK\r\nX-Pad: " + b"p" * net.MAX_HEAD_BYTES + b"\r\n\r\n"]
+               b"HTTP/1.1 200 OK\r\nX-Pad: " + b"p" * http_answer.MAX_HEAD_BYTES + b"\r\n\r\n"]
     requests: list[bytes] = []
     listener = socket.create_server(("127.0.0.1", 0))
     port = int(listener.getsockname()[1])

@@ -1,5 +1,6 @@
-"""The push HTTP client (delivery/net.py) against raw servers on 127.0.0.1: a total deadline, a bounded
-answer, connections only to checked addresses, TLS with the host name (SNI and certificate)."""
+"""The checked HTTP client (store/http_client.py) as push uses it, against raw servers on 127.0.0.1: a total
+deadline, a bounded answer, connections only to checked addresses, TLS with the host name (SNI and
+certificate)."""
 
 from __future__ import annotations
 
@@ -18,11 +19,16 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from chalicelib.config import Config
 from chalicelib.core.endpoints import Target, validate_push_endpoint
-from chalicelib.delivery import net
-from chalicelib.delivery.push_request import http_post
+from chalicelib.delivery.push_request import http_poster
+from chalicelib.store import http_client
+from chalicelib.store.http_answer import Deadline, DeadlinePassed
+from chalicelib.store.resolver import EndpointResolver
+from chalicelib.store.workers import Workers
 
 Behaviour = Callable[[socket.socket], None]
+http_post = http_poster(EndpointResolver(Config(), Workers()))
 
 
 @dataclass
@@ -130,6 +136,22 @@ def test_a_dripping_status_line_is_cut_off_at_the_deadline(servers: Callable[...
     assert elapsed < 2.0
 
 
+def test_the_deadline_counts_on_its_own_clock(servers: Callable[..., Server]) -> None:
+    """The clock is injected: one that moves a second per reading ends a 3 s deadline after three readings
+    (connect, send, one receive), however fast the server drips."""
+    server = servers(drip(b"HTTP/1.1 2", every=0.01))
+    readings: list[float] = []
+
+    def stepping() -> float:
+        readings.append(100.0 + len(readings))
+        return readings[-1]
+
+    with pytest.raises(DeadlinePassed):
+        http_client.post(pinned(f"http://127.0.0.1:{server.port}/", "127.0.0.1"), b"x", {},
+                         Deadline.after(3.0, stepping))
+    assert len(readings) == 4  # the deadline's start, then three readings that left 2, 1 and 0 seconds
+
+
 def test_a_dripping_body_is_not_waited_for(servers: Callable[..., Server]) -> None:
     server = servers(drip(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n"))
     status, elapsed = timed_post(f"http://127.0.0.1:{server.port}/body", 1.0)
@@ -181,7 +203,7 @@ def test_an_interim_100_is_skipped(servers: Callable[..., Server]) -> None:
 def test_the_connection_goes_to_the_checked_address_with_the_host_name(servers: Callable[..., Server]) -> None:
     server = servers(answer())
     target = pinned(f"http://rebind.test:{server.port}/p?q=1#frag", "127.0.0.1")
-    assert net.post(target, b"x", {}, time.monotonic() + 2.0) == 204  # rebind.test is never resolved again
+    assert http_client.post(target, b"x", {}, Deadline.after(2.0)) == 204  # rebind.test is never resolved again
     request_line, *headers = server.requests[0].decode().split("\r\n")
     assert request_line == "POST /p?q=1 HTTP/1.1"
     assert f"Host: rebind.test:{server.port}" in headers
@@ -196,9 +218,9 @@ def test_a_peer_that_was_not_checked_is_refused(servers: Callable[..., Server],
         return real(("127.0.0.1", server.port), timeout)  # as if the name had been resolved again
 
     monkeypatch.setattr(socket, "create_connection", elsewhere)
-    assert net.post(pinned(f"http://a.test:{server.port}/", "127.0.0.1"), b"x", {}, time.monotonic() + 2) == 204
-    with pytest.raises(net.PeerMismatch):
-        net.post(pinned(f"http://b.test:{server.port}/", "127.0.0.2"), b"x", {}, time.monotonic() + 2)
+    assert http_client.post(pinned(f"http://a.test:{server.port}/", "127.0.0.1"), b"x", {}, Deadline.after(2)) == 204
+    with pytest.raises(http_client.PeerMismatch):
+        http_client.post(pinned(f"http://b.test:{server.port}/", "127.0.0.2"), b"x", {}, Deadline.after(2))
     assert len(server.requests) == 1
 
 
@@ -206,8 +228,8 @@ def test_unsafe_headers_are_never_written() -> None:
     target = pinned("http://a.test/", "127.0.0.1")
     for name, value in (("X-A", "a\r\nb"), ("X-A", "a\nb"), ("X-A", "a\x00"), ("Bad Name", "v"), ("X:A", "v")):
         with pytest.raises(ValueError):
-            net.request_head(target, 1, {name: value})
-    head = net.request_head(target, 1, {"Host": "evil", "Content-Length": "99", "X-Ok": "v\u00e9"})
+            http_client.request_head(target, 1, {name: value})
+    head = http_client.request_head(target, 1, {"Host": "evil", "Content-Length": "99", "X-Ok": "v\u00e9"})
     assert b"evil" not in head and b"99" not in head and b"X-Ok: v\xe9" in head
 
 
@@ -239,11 +261,11 @@ def test_tls_uses_the_host_name_while_connecting_to_the_checked_address(
     server_tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     server_tls.load_cert_chain(folder / "cert.pem", folder / "key.pem")
     server = servers(answer(), server_tls)
-    monkeypatch.setattr(net, "_TLS", ssl.create_default_context(cadata=cert_pem.decode()))
+    monkeypatch.setattr(http_client, "_TLS", ssl.create_default_context(cadata=cert_pem.decode()))
     target = pinned(f"https://push.test:{server.port}/x", "127.0.0.1")
-    assert net.post(target, b"x", {}, time.monotonic() + 5) == 204
+    assert http_client.post(target, b"x", {}, Deadline.after(5)) == 204
     assert server.sni == ["push.test"]
     assert f"Host: push.test:{server.port}" in server.requests[0].decode()
     with pytest.raises(ssl.SSLCertVerificationError):  # the certificate is not for other.test
-        net.post(pinned(f"https://other.test:{server.port}/x", "127.0.0.1"), b"x", {}, time.monotonic() + 5)
+        http_client.post(pinned(f"https://other.test:{server.port}/x", "127.0.0.1"), b"x", {}, Deadline.after(5))
     assert ipaddress.ip_address("127.0.0.1") in target.addresses

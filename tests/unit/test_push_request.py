@@ -112,16 +112,21 @@ def test_attributes_never_override_hop_by_hop_framing_or_security_headers(key: s
 
 
 def test_http_post_nacks_whatever_one_request_raises(monkeypatch: pytest.MonkeyPatch) -> None:
-    from chalicelib.delivery import net, push_request
+    from chalicelib.config import Config
+    from chalicelib.delivery.push_request import http_poster
+    from chalicelib.store import http_client
+    from chalicelib.store.resolver import EndpointResolver
+    from chalicelib.store.workers import Workers
 
+    http_post = http_poster(EndpointResolver(Config(), Workers()))
     # a header value http.client refused with ValueError, which escaped the old http_post
-    assert push_request.http_post("http://127.0.0.1:9/x", b"x", {"X-A": "a\r\nb"}, 1.0) is None
+    assert http_post("http://127.0.0.1:9/x", b"x", {"X-A": "a\r\nb"}, 1.0) is None
 
     def broken(*args: object) -> int:
         raise RuntimeError("anything")
 
-    monkeypatch.setattr(net, "post", broken)
-    assert push_request.http_post("http://127.0.0.1:9/x", b"x", {}, 1.0) is None
+    monkeypatch.setattr(http_client, "post", broken)
+    assert http_post("http://127.0.0.1:9/x", b"x", {}, 1.0) is None
 
 
 # -- service accounts push tokens may assert ----------------------------------------------------------------

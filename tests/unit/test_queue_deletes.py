@@ -8,6 +8,7 @@ from typing import Any
 
 from chalicelib.config import Config
 from chalicelib.store.queues import QueueStore
+from chalicelib.store.workers import Workers
 
 
 class FlakySqs:
@@ -37,7 +38,7 @@ class FlakySqs:
 def test_server_side_failures_are_deleted_again_and_sender_faults_reported() -> None:
     receipts = [f"r{i}" for i in range(15)]
     sqs = FlakySqs(flaky={"r3", "r12"}, stale={"r7"})
-    store = QueueStore(Config(), client=sqs, sleep=lambda _: None)  # type: ignore[arg-type]
+    store = QueueStore(Config(), Workers(), client=sqs, sleep=lambda _: None)  # type: ignore[arg-type]
     assert store.delete_batch("url", receipts) == [7]
     assert sorted(sqs.deleted) == sorted(r for r in receipts if r != "r7")
     assert sqs.calls == 4  # two batches of at most ten, each with one retry of its failed entry

@@ -34,15 +34,3 @@ def test_the_rehearsal_never_passes_on_the_callers_aws_or_metro_settings(monkeyp
     assert env["AWS_ENDPOINT_URL"] == "http://127.0.0.1:4566" and env["AWS_ACCESS_KEY_ID"] == "test"
     assert "AWS_PROFILE" not in env and "METRO_AUTH" not in env and env["PATH"] == "/bin"
 
-
-def test_the_push_function_signs_tokens_as_the_stages_api() -> None:
-    """Without it the deployed push tokens named http://127.0.0.1:8085 (the local default) as their issuer."""
-    from infra import template
-    from tests.unit.packaged import packaged_template
-
-    merged = template.merge(packaged_template(), template.Settings("dev", "b", "deploy/dev/app.zip"))
-    variables = {f: merged["Resources"][i]["Properties"]["Environment"]["Variables"]
-                 for f, i in template.FUNCTION_IDS.items()}
-    assert variables["push"]["METRO_PUBLIC_URL"] == {
-        "Fn::Sub": "https://${RestAPI}.execute-api.${AWS::Region}.${AWS::URLSuffix}/dev"}
-    assert "METRO_PUBLIC_URL" not in variables["api_handler"]  # RestAPI refers to it: that would be a cycle

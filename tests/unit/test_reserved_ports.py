@@ -1,6 +1,6 @@
 """Push endpoints never reach Metro's own ports or its AWS emulator's, whatever the rules, the allow list or
 the auth mode; keys mode brings the strict rules unless METRO_PUSH_STRICT=0 opts out (core/endpoints.py,
-config.py, service/push_config.py, delivery/push_request.py)."""
+config.py, store/resolver.py, service/push_config.py, delivery/push_request.py)."""
 
 from __future__ import annotations
 
@@ -15,9 +15,11 @@ from chalicelib.config import Config
 from chalicelib.core.endpoints import Reserved, reserved_destinations, validate_push_endpoint
 from chalicelib.core.errors import InvalidArgument
 from chalicelib.core.models import PushConfig, Subscription
-from chalicelib.delivery.push_request import http_post
+from chalicelib.delivery.push_request import http_poster
 from chalicelib.service import push_config
 from chalicelib.service.context import Context
+from chalicelib.store.resolver import EndpointResolver
+from chalicelib.store.workers import Workers
 
 OWN = (8085, 8443, 4566)
 DNS = {"localhost": ["127.0.0.1", "::1"], "moto.internal": ["10.0.0.5"], "push.example.com": ["93.184.216.34"]}
@@ -115,7 +117,7 @@ def test_own_ports_come_from_the_local_settings(monkeypatch: pytest.MonkeyPatch)
 
 # -- at create, patch and modifyPushConfig (service) ---------------------------------------------------------
 def validate(config: Config, url: str) -> None:
-    ctx = cast(Context, types.SimpleNamespace(config=config))
+    ctx = cast(Context, types.SimpleNamespace(config=config, resolver=EndpointResolver(config, Workers())))
     push_config.validate(ctx, Subscription(name=SUB, push_config=PushConfig(push_endpoint=url)))
 
 
@@ -166,8 +168,9 @@ def test_a_push_to_a_reserved_port_makes_no_connection(listener: socket.socket,
     monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
     monkeypatch.setenv("METRO_EMULATOR_PORT", str(port))
     url = f"http://127.0.0.1:{port}/moto-api/reset"
-    assert http_post(url, b"{}", {}, 5.0) is None
-    assert not push_config.endpoint_allowed(Config(), url)
+    resolver = EndpointResolver(Config(), Workers())
+    assert http_poster(resolver)(url, b"{}", {}, 5.0) is None
+    assert not push_config.endpoint_allowed(resolver, url)
     with socket.create_connection(("127.0.0.1", port)) as own:
         conn, peer = listener.accept()
         conn.close()

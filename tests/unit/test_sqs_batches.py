@@ -20,6 +20,7 @@ from chalicelib.core.records import SubscriptionRecord
 from chalicelib.service.enqueue import to_outgoing
 from chalicelib.store.log import LogEntry
 from chalicelib.store.queues import Outgoing, QueueStore
+from chalicelib.store.workers import Workers
 from tests.functional.strict_sqs import StrictSqs, batch_error, entry_error, refused
 
 INLINE_MAX = 40 * 1024
@@ -83,7 +84,7 @@ def test_plan_packs_by_count_and_bytes_in_order() -> None:
 
 
 def store(sqs: StrictSqs) -> QueueStore:
-    return QueueStore(Config(), client=sqs, sleep=lambda _: None)
+    return QueueStore(Config(), Workers(), client=sqs, sleep=lambda _: None)
 
 
 def bodies(sqs: StrictSqs) -> list[str]:

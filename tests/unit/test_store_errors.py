@@ -5,9 +5,16 @@ from __future__ import annotations
 import logging
 
 import pytest
-from botocore.exceptions import ClientError, EndpointConnectionError
+from botocore.exceptions import ClientError, EndpointConnectionError, NoCredentialsError
 
-from chalicelib.core.errors import Aborted, InvalidArgument, MetroError, ResourceExhausted, Unavailable
+from chalicelib.core.errors import (
+    Aborted,
+    FailedPrecondition,
+    InvalidArgument,
+    MetroError,
+    ResourceExhausted,
+    Unavailable,
+)
 from chalicelib.store.errors import aws_errors
 
 SECRET_DETAIL = "arn:aws:dynamodb:us-east-1:123456789012:table/metro-resources"
@@ -47,7 +54,7 @@ def test_a_transaction_conflict_is_aborted() -> None:
     assert isinstance(mapped(client_error("TransactionConflictException")), Aborted)
 
 
-@pytest.mark.parametrize("exc", [client_error("InternalServerError", 500), client_error("AccessDeniedException"),
+@pytest.mark.parametrize("exc", [client_error("InternalServerError", 500), client_error("ServiceUnavailable", 503),
                                  EndpointConnectionError(endpoint_url="http://127.0.0.1:4566")])
 def test_anything_else_is_unavailable_with_a_retry_hint(exc: Exception) -> None:
     err = mapped(exc)
@@ -72,3 +79,28 @@ def test_allowed_codes_pass_through_for_the_caller_to_handle() -> None:
 def test_metro_errors_pass_unchanged() -> None:
     original = InvalidArgument("Invalid page token")
     assert mapped(original) is original
+
+
+@pytest.mark.parametrize(("code", "status"), [
+    ("AccessDeniedException", 400), ("AccessDenied", 403), ("UnrecognizedClientException", 400),
+    ("InvalidClientTokenId", 403), ("KMS.AccessDeniedException", 400), ("ResourceNotFoundException", 400),
+    ("NoSuchBucket", 404), ("AWS.SimpleQueueService.NonExistentQueue", 400),
+])
+def test_a_misconfiguration_is_failed_precondition_without_a_retry_hint(
+        code: str, status: int, caplog: pytest.LogCaptureFixture) -> None:
+    """Before, AccessDenied and a missing table were UNAVAILABLE with a retry hint: clients retried them forever."""
+    with caplog.at_level(logging.WARNING, logger="chalicelib.store.errors"):
+        err = mapped(client_error(code, status))
+    assert isinstance(err, FailedPrecondition) and err.http_code == 400 and err.details == []
+    wire = str(err.to_wire())
+    assert "retry" not in wire.lower() and code not in wire and SECRET_DETAIL not in wire
+    [record] = caplog.records
+    assert record.levelno == logging.ERROR and "Query" in record.getMessage() and code in record.getMessage()
+    assert "List" in record.getMessage()  # Metro's own name of the call, with AWS's operation
+
+
+def test_missing_credentials_are_a_misconfiguration_too(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="chalicelib.store.errors"):
+        err = mapped(NoCredentialsError())
+    assert isinstance(err, FailedPrecondition) and not err.details
+    assert [r.levelno for r in caplog.records] == [logging.ERROR] and "NoCredentialsError" in caplog.text

@@ -1,6 +1,6 @@
-""":verifyPushEndpoint's client (store/verification.py) against raw servers on 127.0.0.1: one total deadline
-counted on an injected clock, a bounded answer, and never Metro's own ports. No test waits on the wall
-clock: the trickling server sends a byte each time the client reads the clock."""
+""":verifyPushEndpoint's fetch (store/verification.py, on the checked HTTP client) against raw servers on
+127.0.0.1: one total deadline counted on an injected clock, a bounded answer, and never Metro's own ports. No
+test waits on the wall clock: the trickling server sends a byte each time the client reads the clock."""
 
 from __future__ import annotations
 
@@ -14,15 +14,18 @@ import pytest
 
 from chalicelib.config import Config
 from chalicelib.core.errors import InvalidArgument
-from chalicelib.store import verification
+from chalicelib.store import http_answer, verification
+from chalicelib.store.resolver import EndpointResolver
 from chalicelib.store.verification import fetch_verification_hash
+from chalicelib.store.workers import Workers
 
 HASH = "3b8f1d7c0e2a4b6d9f1e3a5c7b9d0f2e"
 GUARD = 10.0  # how long a server thread waits for the test at most (never reached when the test passes)
 
 
-def local_config(*own_ports: int) -> Config:
-    return Config(deployed=False, push_strict=False, push_allow_list=(), endpoint_url=None, own_ports=own_ports)
+def local_resolver(*own_ports: int) -> EndpointResolver:
+    config = Config(deployed=False, push_strict=False, push_allow_list=(), endpoint_url=None, own_ports=own_ports)
+    return EndpointResolver(config, Workers())
 
 
 @dataclass
@@ -108,7 +111,7 @@ def test_an_answer_trickled_past_the_deadline_is_no_answer(serve: Callable[..., 
     clock = SteppingClock()
     body = HASH.encode()
     server = serve(clock.trickle(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)))
-    assert fetch_verification_hash(local_config(), server.url, timeout=5.0, clock=clock) == (0, "no answer within 5s")
+    assert fetch_verification_hash(local_resolver(), server.url, timeout=5.0, clock=clock) == (0, "no answer within 5s")
     assert clock.reads <= 8  # the deadline is 5 clock seconds away; each read of the clock is one second
     assert len(server.requests) == 1
 
@@ -116,7 +119,7 @@ def test_an_answer_trickled_past_the_deadline_is_no_answer(serve: Callable[..., 
 def test_the_same_answer_in_time_is_read(serve: Callable[..., Server]) -> None:
     body = HASH.encode()
     server = serve(answer(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)))
-    assert fetch_verification_hash(local_config(), server.url) == (200, HASH)
+    assert fetch_verification_hash(local_resolver(), server.url) == (200, HASH)
     request_line = server.requests[0].split(b"\r\n")[0]
     assert request_line == b"GET /ams_verification_hash HTTP/1.1"
     assert f"Host: 127.0.0.1:{server.port}".encode() in server.requests[0]
@@ -126,8 +129,8 @@ def test_a_head_past_the_bound_is_refused(serve: Callable[..., Server]) -> None:
     """40 headers of 1,000 bytes: http.client read them all (it allows 100 lines of 64 KiB each)."""
     headers = b"".join(b"X-Pad-%d: %s\r\n" % (i, b"p" * 1000) for i in range(40))
     server = serve(answer(b"HTTP/1.1 200 OK\r\n" + headers + b"Content-Length: 32\r\n\r\n" + HASH.encode()))
-    status, reason = fetch_verification_hash(local_config(), server.url)
-    assert (status, reason) == (0, f"the answer's head is longer than {verification.MAX_HEAD_BYTES} bytes")
+    status, reason = fetch_verification_hash(local_resolver(), server.url)
+    assert (status, reason) == (0, f"the answer's head is longer than {http_answer.MAX_HEAD_BYTES} bytes")
 
 
 def test_a_long_body_is_cut_at_the_bound_without_reading_the_rest(serve: Callable[..., Server]) -> None:
@@ -139,7 +142,7 @@ def test_a_long_body_is_cut_at_the_bound_without_reading_the_rest(serve: Callabl
 
     server = serve(endless)
     try:
-        status, body = fetch_verification_hash(local_config(), server.url, timeout=GUARD * 3)
+        status, body = fetch_verification_hash(local_resolver(), server.url, timeout=GUARD * 3)
     finally:
         release.set()
     assert (status, body) == (200, "z" * verification.MAX_ANSWER_BYTES)
@@ -154,12 +157,12 @@ def test_a_long_body_is_cut_at_the_bound_without_reading_the_rest(serve: Callabl
     (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", (0, "the answer's chunked body is malformed")),
 ])
 def test_answer_framings(serve: Callable[..., Server], raw: bytes, expected: tuple[int, str]) -> None:
-    assert fetch_verification_hash(local_config(), serve(answer(raw)).url) == expected
+    assert fetch_verification_hash(local_resolver(), serve(answer(raw)).url) == expected
 
 
 def test_metros_own_ports_are_never_asked(serve: Callable[..., Server]) -> None:
     server = serve(answer(b"HTTP/1.1 200 OK\r\nContent-Length: 32\r\n\r\n" + HASH.encode()))
     with pytest.raises(InvalidArgument, match="may never use it"):
-        fetch_verification_hash(local_config(server.port), server.url)
-    assert fetch_verification_hash(local_config(), server.url) == (200, HASH)
+        fetch_verification_hash(local_resolver(server.port), server.url)
+    assert fetch_verification_hash(local_resolver(), server.url) == (200, HASH)
     assert len(server.requests) == 1  # the only request is the one allowed

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tests.e2e.test_push_webhook import Hook, Request
+from tests.webhooks import Hook, Request
 
 
 def _pushed(message_id: str) -> Request:

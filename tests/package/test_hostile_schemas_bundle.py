@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.packaged import packaged_bundle
+from tests.package.packaged import packaged_bundle
 
 # -I -S: no site-packages, so every module comes from the unpacked bundle.
 COMPILE_FROM_THE_BUNDLE = """

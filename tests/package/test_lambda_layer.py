@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from infra import layer, template
-from tests.unit.packaged import packaged_bundle, packaged_template
+from tests.package.packaged import packaged_bundle, packaged_template
 
 LAMBDA_UNZIPPED_LIMIT = 250 * 1000 * 1000
 WHEEL_CACHE = Path(__file__).resolve().parents[2] / ".metro" / "cache" / "layer-wheels"

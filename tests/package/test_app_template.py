@@ -1,0 +1,139 @@
+"""The app template ``chalice package`` generates and infra/template.py merges: the fan-out mapping, the functions'
+names, roles and settings, the AMS API, and cfn-lint on what the deploy submits (infra/deploy.py)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chalicelib.api.dialect import STAGE_VARIABLE, Dialect
+from infra import policies, template
+from infra.ams_stage import AMS_API_ID, AMS_PERMISSION_ID, API_ID
+from infra.names import FUNCTIONS, StageNames
+from tests.package.packaged import packaged_template
+from tests.unit.test_iam_policies import assert_scoped
+
+ROOT = Path(__file__).resolve().parents[2]
+SETTINGS = template.Settings("dev", "metro-dev-123456789012-us-east-1", "deploy/dev/app-0123.zip",
+                             parallelization_factor=6, reserved_concurrency={"maintenance": 1, "push": 50},
+                             layer_key="deploy/dev/app-4567-pyarrow-layer.zip")
+# Chalice's logical ids of the functions' roles in the packaged template
+ROLE_IDS = {"api_handler": "ApiHandlerRole", "fanout": "FanoutRole", "push": "PushRole",
+            "maintenance": "MaintenanceRole", "seek_worker": "SeekWorkerRole"}
+
+
+@pytest.fixture(scope="module")
+def packaged() -> dict[str, Any]:
+    return packaged_template()
+
+
+@pytest.fixture(scope="module")
+def merged(packaged: dict[str, Any]) -> dict[str, Any]:
+    return template.merge(packaged, SETTINGS)
+
+
+def test_the_fanout_stream_mapping_reports_failures_bisects_and_keeps_what_fails(merged: dict[str, Any]) -> None:
+    resources = merged["Resources"]
+    assert "Events" not in resources["Fanout"]["Properties"]  # Chalice's placeholder stream event is gone
+    mapping = resources[template.MAPPING_ID]["Properties"]
+    assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    assert mapping["BisectBatchOnFunctionError"] is True and mapping["ParallelizationFactor"] == 6
+    assert mapping["EventSourceArn"] == {"Fn::ImportValue": "metro-dev-storage-MessagesStreamArn"}
+    assert mapping["DestinationConfig"]["OnFailure"]["Destination"] == {"Fn::GetAtt": [template.DLQ_ID, "Arn"]}
+    assert mapping["BatchSize"] == 100 and mapping["StartingPosition"] == "TRIM_HORIZON"
+    dlq = resources[template.DLQ_ID]
+    assert dlq["Properties"]["QueueName"] == StageNames("dev").dlq and dlq["DeletionPolicy"] == "Retain"
+    assert not StageNames("dev").dlq.startswith(StageNames("dev").queue_prefix + "-")  # not a subscription queue
+    alarm = resources[template.ALARM_ID]["Properties"]
+    assert alarm["Dimensions"][0]["Value"] == {"Fn::GetAtt": [template.DLQ_ID, "QueueName"]}
+    grants = resources["FanoutRole"]["Properties"]["Policies"][0]["PolicyDocument"]["Statement"]
+    assert {"Fn::GetAtt": [template.DLQ_ID, "Arn"]} in grants[-1]["Resource"]
+    assert grants[-1]["Action"] == ["sqs:SendMessage"]
+
+
+def test_functions_get_their_stage_names_code_and_concurrency(packaged: dict[str, Any], merged: dict[str, Any]) -> None:
+    before = copy.deepcopy(packaged)
+    template.merge(packaged, SETTINGS)
+    assert packaged == before  # the input is not modified
+    names = StageNames("dev")
+    for function, logical_id in template.FUNCTION_IDS.items():
+        props = merged["Resources"][logical_id]["Properties"]
+        assert props["FunctionName"] == names.function(function)
+        assert props["CodeUri"] == {"Bucket": SETTINGS.code_bucket, "Key": SETTINGS.code_key}
+        env = props["Environment"]["Variables"]
+        assert env["METRO_BUCKET"] == {"Fn::Sub": names.bucket} and env["METRO_MODE"] == "aws"
+        assert {k: v for k, v in env.items() if k not in ("METRO_BUCKET", "METRO_PUBLIC_URL")} == {
+            "METRO_MODE": "aws", **{k: v for k, v in names.environment().items() if k != "METRO_BUCKET"}}
+        assert env["METRO_RESOURCES_TABLE"] == "metro-dev-resources" and env["METRO_QUEUE_PREFIX"] == "metro-dev"
+        assert props.get("ReservedConcurrentExecutions") == SETTINGS.reserved_concurrency.get(function)
+    assert merged["Resources"]["Maintenance"]["Properties"]["Events"]  # the schedule stays
+
+
+def test_the_push_function_signs_tokens_as_the_stages_api(merged: dict[str, Any]) -> None:
+    """Without it the deployed push tokens named http://127.0.0.1:8085 (the local default) as their issuer."""
+    variables = {f: merged["Resources"][i]["Properties"]["Environment"]["Variables"]
+                 for f, i in template.FUNCTION_IDS.items()}
+    assert variables["push"]["METRO_PUBLIC_URL"] == {
+        "Fn::Sub": "https://${RestAPI}.execute-api.${AWS::Region}.${AWS::URLSuffix}/dev"}
+    assert "METRO_PUBLIC_URL" not in variables["api_handler"]  # RestAPI refers to it: that would be a cycle
+
+
+def test_the_ams_api_is_chalices_api_with_the_dialects_stage_variable(merged: dict[str, Any]) -> None:
+    resources = merged["Resources"]
+    google, ams = resources[API_ID]["Properties"], resources[AMS_API_ID]["Properties"]
+    assert ams["Variables"] == {STAGE_VARIABLE: Dialect.AMS.value} and "Variables" not in google
+    assert ams["DefinitionBody"] == google["DefinitionBody"]  # every route, the same handler
+    source = resources[AMS_PERMISSION_ID]["Properties"]["SourceArn"]["Fn::Sub"][1]
+    assert source == {"RestAPIId": {"Ref": AMS_API_ID}}
+    assert resources["APIHandlerInvokePermission"]["Properties"]["SourceArn"]["Fn::Sub"][1] == {
+        "RestAPIId": {"Ref": API_ID}}
+    assert "AmsEndpointURL" in merged["Outputs"]
+
+
+@pytest.mark.parametrize("function", FUNCTIONS)
+def test_the_packaged_template_gives_each_function_its_own_scoped_role(
+    packaged: dict[str, Any], function: str
+) -> None:
+    role = packaged["Resources"][ROLE_IDS[function]]
+    docs = [p["PolicyDocument"] for p in role["Properties"]["Policies"]]
+    assert docs == [policies.policy("dev", function)]
+    assert_scoped("dev", docs[0])
+    roles = {res["Properties"]["Role"]["Fn::GetAtt"][0] for res in packaged["Resources"].values()
+             if res["Type"] == "AWS::Serverless::Function"}
+    assert roles == set(ROLE_IDS.values())
+
+
+# --- cfn-lint on the templates the deploy submits ------------------------------------------------
+
+
+def cfn_lint(path: Path) -> subprocess.CompletedProcess[str]:
+    exe = shutil.which("cfn-lint", path=str(Path(sys.executable).parent))
+    if exe is None:
+        pytest.skip("cfn-lint is not installed (requirements-dev.txt pins it)")
+    return subprocess.run([exe, str(path)], capture_output=True, text=True, timeout=300, check=False)
+
+
+def test_cfn_lint_is_clean_on_the_storage_template() -> None:
+    done = cfn_lint(ROOT / "infra" / "resources.json")
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_cfn_lint_is_clean_on_the_merged_app_template(merged: dict[str, Any], tmp_path: Path) -> None:
+    path = tmp_path / "app.json"
+    path.write_text(json.dumps(merged))
+    done = cfn_lint(path)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_cfn_lint_finds_the_packaged_template_wrong_before_the_merge(packaged: dict[str, Any], tmp_path: Path) -> None:
+    path = tmp_path / "sam.json"  # the control: what the merge fixes is really wrong in Chalice's output
+    path.write_text(json.dumps(packaged))
+    done = cfn_lint(path)
+    assert done.returncode != 0 and "E3017" in done.stdout  # the placeholder stream ARN
