@@ -43,7 +43,7 @@ install: $(DEV_STAMP) ## Install everything (run, tests, lint, Spark, benchmarks
 
 # The client libraries the examples use, at the versions requirements-dev.txt pins (the tests' own), resolved
 # together with what running needs so that neither moves the other's pins.
-CLIENT_PINS = $(shell grep -E '^(google-cloud-pubsub|google-api-python-client|argo-ams-library)==' requirements-dev.txt)
+CLIENT_PINS = $(shell grep -E '^(google-api-python-client|argo-ams-library)==' requirements-dev.txt)
 $(VENV)/.installed-clients: requirements.txt requirements-run.txt requirements-dev.txt | $(BIN)/python
 	@echo "==> installing the client libraries into $(VENV): $(CLIENT_PINS)"
 	$(BIN)/python -m pip install --disable-pip-version-check -r requirements-run.txt $(CLIENT_PINS)

@@ -199,6 +199,8 @@ class LocalConfig:
     ams_cert_dir: str = field(default_factory=lambda: _env("METRO_AMS_CERT_DIR", ".metro/tls"))
     # Fault injection (chalicelib/local/faults.py): this share of AWS calls fails (throttling, 500s, timeouts).
     fault_rate: float = field(default_factory=lambda: float(_env("METRO_FAULT_RATE", "0")))
+    # gRPC on the REST port (chalicelib/local/grpc_edge.py); 0 answers HTTP/2 clients with a GOAWAY instead.
+    grpc: bool = field(default_factory=lambda: flag("METRO_GRPC", True))
 
 
 def load() -> Config:

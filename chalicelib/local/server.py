@@ -24,7 +24,7 @@ from chalicelib import config as metro_config
 from chalicelib import runtime
 from chalicelib.core.errors import InvalidArgument, MetroError, NotFound
 from chalicelib.delivery import handlers
-from chalicelib.local import faults
+from chalicelib.local import faults, grpc_edge
 from chalicelib.local.bootstrap import bootstrap
 from chalicelib.local.invoke_pump import InvokePump
 from chalicelib.local.moto_fixes import fix_moto
@@ -39,7 +39,20 @@ log = logging.getLogger("metro.local")
 
 
 class RequestHandler(ChaliceRequestHandler):
-    """Chalice's local handler, with Google's 404 for unknown URLs and quiet access logs."""
+    """Chalice's local handler, with Google's 404 for unknown URLs and quiet access logs; a connection that
+    opens with the HTTP/2 preface goes to the gRPC server (chalicelib/local/grpc_edge.py)."""
+
+    grpc_port: int | None = None  # set when the stack serves gRPC
+
+    def handle(self) -> None:
+        if grpc_edge.opens_http2(self.connection):
+            if self.grpc_port:
+                grpc_edge.splice(self.connection, self.grpc_port)
+            else:
+                grpc_edge.refuse_http2(self.connection)
+            self.close_connection = True
+            return
+        super().handle()
 
     def _send_error_response(self, error: LocalGatewayException) -> None:
         if isinstance(error, ForbiddenError):  # API Gateway's answer to an unknown route
@@ -128,6 +141,8 @@ class Stack:
 
         self.ams_cert, ams_key = ensure_certificate(Path(self.local.ams_cert_dir).resolve())
         self.ams = ams_server(app, self.local.host, self.local.ams_port, self.ams_cert, ams_key)
+        self.grpc = grpc_edge.start_grpc_server() if self.local.grpc else None
+        RequestHandler.grpc_port = self.grpc[1] if self.grpc is not None else None
 
     def serve(self) -> None:
         self.pump.start()
@@ -141,7 +156,8 @@ class Stack:
         self.invocations.start()
         endpoint = self.config.endpoint_url or "AWS"
         auth = "open: every caller is service_admin" if self.config.auth_mode == "open" else "keys required"
-        print(f"Metro listening on http://{self.local.host}:{self.local.port} (AWS: {endpoint}; auth: {auth})",
+        grpc = "and gRPC" if self.grpc is not None else "(gRPC not served)"
+        print(f"Metro listening on http://{self.local.host}:{self.local.port} {grpc} (AWS: {endpoint}; auth: {auth})",
               flush=True)
         self.server.server.serve_forever(poll_interval=0.2)
 
@@ -155,5 +171,7 @@ class Stack:
         threading.Thread(target=self.ams.shutdown, daemon=True).start()
         self.server.server.server_close()
         self.ams.server.server_close()
+        if self.grpc is not None:
+            self.grpc[0].stop(grace=None)  # open streams end UNAVAILABLE: clients reconnect
         if self.emulator is not None:
             self.emulator.stop()
