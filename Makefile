@@ -150,10 +150,15 @@ replay: $(DEV_STAMP) ## Re-enqueue SUBSCRIPTION's messages published between STA
 	$(BIN)/python -m spark_emr.submit replay --subscription $(SUBSCRIPTION) --start $(START) --end $(END) $(ARGS)
 
 STAGE ?= dev
-deploy: $(DEV_STAMP) ## Deploy stage STAGE to AWS (storage stack, secrets, packaged app stack; re-runnable)
-	$(BIN)/python -m infra.deploy deploy --stage $(STAGE)
+# GRPC=1 also deploys the gRPC edge (docs/deploy.md: ECS Fargate behind an ALB) after the app stack, with the image of
+# infra/grpc/Dockerfile (GRPC_IMAGE, arm64, pushed) and the ACM certificate of its host name (GRPC_CERTIFICATE_ARN);
+# in the default VPC's default subnets unless GRPC_SUBNETS=subnet-a,subnet-b (two zones at least).
+GRPC_FLAGS = $(if $(GRPC),--grpc --grpc-image '$(GRPC_IMAGE)' --grpc-certificate-arn '$(GRPC_CERTIFICATE_ARN)' \
+  $(if $(GRPC_SUBNETS),--grpc-subnet-ids '$(GRPC_SUBNETS)'))
+deploy: $(DEV_STAMP) ## Deploy stage STAGE to AWS (storage, secrets, app; GRPC=1: the gRPC edge too; re-runnable)
+	$(BIN)/python -m infra.deploy deploy --stage $(STAGE) $(GRPC_FLAGS)
 
-destroy: $(DEV_STAMP) ## Remove stage STAGE's app; keeps tables and bucket unless DELETE_DATA=1
+destroy: $(DEV_STAMP) ## Remove stage STAGE's app and gRPC edge; keeps tables and bucket unless DELETE_DATA=1
 	$(BIN)/python -m infra.deploy destroy --stage $(STAGE) $(if $(DELETE_DATA),--delete-data)
 
 # The packaged artifact in an emulator that runs the functions and their event source mappings: ministack in its own

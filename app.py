@@ -10,7 +10,7 @@ from chalice.app import Chalice, Rate, Request, Response
 from chalicelib import config
 from chalicelib.api import registry, routes
 from chalicelib.api.http import CONTENT_TYPES, in_google_envelope
-from chalicelib.delivery import handlers
+from chalicelib.delivery import event_handlers
 
 app = Chalice(app_name="metro")
 app.log.setLevel(config.log_level())  # Chalice sets its "metro" logger to ERROR: Metro's warnings would vanish
@@ -49,23 +49,23 @@ for _route in registry.ROUTES:
 
 @app.schedule(Rate(1, unit=Rate.MINUTES), name="maintenance")  # the dead-letter sweep; idle expiry hourly
 def maintenance(event: Any) -> dict[str, Any]:
-    return handlers.maintenance(event.to_dict(), event.context)
+    return event_handlers.maintenance(event.to_dict(), event.context)
 
 
 # The messages table's stream drives fan-out (ReportBatchItemFailures is set by infra/).
 @app.on_dynamodb_record(stream_arn=config.messages_stream_arn(),
                         batch_size=100, starting_position="TRIM_HORIZON", name="fanout")
 def fanout(event: Any) -> dict[str, Any]:
-    return handlers.fanout(event.to_dict(), event.context)
+    return event_handlers.fanout(event.to_dict(), event.context)
 
 
 # Fed by one event source mapping per push subscription queue, which Metro manages (store/mappings.py).
 @app.lambda_function(name="push")
 def push(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    return handlers.push(event, context)
+    return event_handlers.push(event, context)
 
 
 # A large seek's background fill, invoked asynchronously by the seek call, by itself and by maintenance.
 @app.lambda_function(name="seek_worker")
 def seek_worker(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    return handlers.seek_worker(event, context)
+    return event_handlers.seek_worker(event, context)

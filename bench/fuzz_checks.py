@@ -15,7 +15,7 @@ import schemathesis
 from hypothesis import strategies as st
 
 from bench.fuzz_seed import destroys_seeded_state, restore, steered
-from chalicelib.api.openapi import PATH_PARAMETERS
+from chalicelib.api.openapi.description import PATH_PARAMETERS
 
 # google.rpc.Code names and the HTTP status Google's REST APIs answer each with.
 GOOGLE_STATUS_CODES = {

@@ -4,7 +4,7 @@ Names drawn from a path parameter's pattern almost never exist, so without help 
 `:seek`, `:offsets`, `:commit` or `:pull` ends in 404 and never reaches the code behind it. So:
 
 - `seed` creates a project, topic, subscription (with messages), user, Avro schema and snapshot under the names
-  the description gives as examples (chalicelib/api/openapi.py's PATH_PARAMETERS);
+  the description gives as examples (chalicelib/api/openapi/description.py's PATH_PARAMETERS);
 - `steered` lets a valid generated name be swapped for the seeded one (Hypothesis picks either), so every phase
   reaches real resources as well as missing ones; an invalid name is left alone, so negative requests stay
   negative;
@@ -19,8 +19,8 @@ from typing import Any
 
 import requests
 
-from chalicelib.api.openapi import PATH_PARAMETERS
-from chalicelib.api.openapi_schema_registry import AVRO_EXAMPLE
+from chalicelib.api.openapi.description import PATH_PARAMETERS
+from chalicelib.api.openapi.schema_registry import AVRO_EXAMPLE
 
 SEEDED = {name: schema["example"] for name, schema in PATH_PARAMETERS.items() if "example" in schema}
 PROJECT, TOPIC, SUB, USER = SEEDED["project"], SEEDED["topic"], SEEDED["subscription"], SEEDED["user"]

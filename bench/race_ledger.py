@@ -20,7 +20,8 @@ INFINITY = float("inf")
 
 
 def opened(ack_id: str) -> str:
-    """What an ack id says in the clear (it is signed, not encrypted; core/ackids.py): lease, receipt, attempt."""
+    """What an ack id says in the clear (it is signed, not encrypted; core/queueing/ackids.py): lease, receipt,
+    attempt."""
     try:
         body = ack_id.split(".", maxsplit=1)[0]
         _, _, lease, _, receipt, _, attempt = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))

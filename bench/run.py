@@ -10,10 +10,13 @@ Scenarios (``--quick``: a few hundred messages each, for CI):
      user on the topic's and the subscription's ACLs, their tokens in x-api-key: $/M, AWS requests per
      message and API handler p50 against A
   A-schema  3,000 messages of A to a topic with an Avro schema (JSON encoding): every publish is checked
+  A-stream  A's load consumed by google-cloud-pubsub's subscribe() over gRPC (StreamingPull) instead of REST pull
 and the schema figures of bench/schema_bench.py: checks per second on one core for each schema type and
 encoding (1 KiB messages), and the CPU checking adds to a 100-message publish;
 and, on the same emulator in the same run, the baselines they are compared with: raw SQS (1 KiB and
-64 KiB) and SNS -> 3 SQS queues. Writes bench/out/results.json and bench/out/chart.png (quick runs:
+64 KiB) and SNS -> 3 SQS queues; and the gRPC edge's figures (bench/grpc_bench.py: the same delivery driver on
+Google's emulator when gcloud is installed, the HTTP/2 preface check's cost to REST requests, memory per open
+StreamingPull stream). Writes bench/out/results.json and bench/out/chart.png (quick runs:
 bench/out/results-quick.json and bench/out/chart-quick.png; bench/out/ is not tracked); ``--record``
 writes the tracked figures, bench/results.json and bench/chart.png, instead. Exits 1 when a scenario did
 not complete, and with ``--check`` also when a target is missed.
@@ -37,7 +40,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
-from bench import chart, experiments, external, pricing, report, scenarios, schema_bench, seek
+from bench import chart, experiments, external, grpc_bench, pricing, report, scenarios, schema_bench, seek
 from bench.stack import BenchStack
 
 HERE = Path(__file__).resolve().parent
@@ -121,6 +124,8 @@ def main(
     external_seconds: float = typer.Option(-1, "--external", help="Seconds of the publish workload on the embedded "
                                            "stack and on a stock moto server (bench/external.py; 0: skip; default "
                                            "10 quick, 20 full)."),
+    grpc: bool = typer.Option(True, help="Measure the gRPC edge: the HTTP/2 preface check's cost, memory per "
+                              "StreamingPull stream, delivery on Google's emulator (bench/grpc_bench.py)."),
 ) -> None:
     """Run the scenarios and the baselines; print, save and chart the figures."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s %(message)s")
@@ -134,7 +139,7 @@ def main(
     settings = scenarios.Settings(publishers, consumers, window, pull_wait, timeout or (120 if quick else 900),
                                   probe_requests=probe if probe >= 0 else (2 if quick else 20),
                                   probe_seconds=5.0 if quick else 60.0,
-                                  probe_only={"sqs-1k", "A"} if quick else None)
+                                  probe_only={"sqs-1k", "A", "A-stream"} if quick else None)
     wanted = {s.strip() for s in only.split(",") if s.strip()}
     todo = [s for s in scenarios.plan(quick, scale) if not wanted or s.key in wanted]
 
@@ -145,7 +150,7 @@ def main(
     patches = [p.strip() for p in patch.split(",") if p.strip()]
     try:
         experiments.apply(patches, stack)
-        scenarios.warm_up(stack, push=any(sc.push for sc in todo))
+        scenarios.warm_up(stack, push=any(sc.push for sc in todo), streaming=any(sc.streaming for sc in todo))
         console.print(f"stack up and warm in {time.perf_counter() - started:.1f} s")
         columns = (TextColumn("{task.description:<34}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
         with Progress(*columns, console=console) as progress:
@@ -184,6 +189,8 @@ def main(
     doc["targets"] = report.targets(results)
     run_measurements(console, doc, quick=quick, validation=validation, external_seconds=external_seconds,
                      out_dir=out.parent)
+    if grpc:
+        run_grpc(console, doc, settings, quick=quick, scale=scale)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(doc, indent=2) + "\n")
     chart.draw(doc, chart_path)
@@ -206,6 +213,18 @@ def exit_on_failures(console: Console, doc: dict[str, Any], seek_result: dict[st
         raise typer.Exit(1)
     if check and not (all(t["met"] for t in doc["targets"]) and seek_result.get("met", True)):
         raise typer.Exit(1)
+
+
+def run_grpc(console: Console, doc: dict[str, Any], settings: scenarios.Settings, *, quick: bool,
+             scale: float) -> None:
+    """The gRPC edge's figures (bench/grpc_bench.py) into ``doc["grpc"]``, with A against A-stream beside the
+    same driver on Google's emulator (its processes' logs under bench/out/grpc-logs/)."""
+    console.print("gRPC edge: the HTTP/2 preface check, memory per StreamingPull stream, Google's emulator ...")
+    doc["grpc"] = grpc_bench.measure(OUT / "grpc-logs", quick, settings.publishers, settings.consumers,
+                                     settings.window, settings.timeout, int((300 if quick else 10_000) * scale))
+    doc["grpc"]["delivery"] = grpc_bench.delivery_summary(doc["results"], doc["grpc"])
+    for line in grpc_bench.lines(doc["grpc"], doc["grpc"]["delivery"]):
+        console.print(line)
 
 
 def run_measurements(console: Console, doc: dict[str, Any], *, quick: bool, validation: bool,

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from bench import baselines, metro, schema_bench
+from bench import baselines, grpc_bench, metro, schema_bench
 from bench.pricing import (
     MODEL_CALL_MS,
     CostReport,
@@ -45,6 +45,7 @@ class Scenario:
     auth_keys: bool = False  # Metro: served with METRO_AUTH=keys; publisher and consumer users on the ACLs
     consumers: int = 0  # consumer threads per subscription (0: the settings'); a push "consumer" drains a webhook
     schema: bool = False  # Metro: the topic has an Avro schema (JSON encoding) that every publish is checked against
+    streaming: bool = False  # Metro: consumed by google-cloud-pubsub's subscribe() (gRPC StreamingPull), not pull
 
     def subscription_fields(self) -> dict[str, Any]:
         fields: dict[str, Any] = {}
@@ -69,6 +70,9 @@ def plan(quick: bool, scale: float = 1.0) -> list[Scenario]:
         # right after A, on the same emulator state: what tokens and ACLs cost on the data path
         Scenario("A-keys", "metro", "A, METRO_AUTH=keys (users, ACLs)", n_variant, KIB, 1, compare_to="A",
                  auth_keys=True),
+        # A's load, consumed by subscribe() over gRPC (StreamingPull) on the same stack: against A's REST pull
+        Scenario("A-stream", "metro", "A, subscribe() over gRPC (StreamingPull)", n_small, KIB, 1, compare_to="A",
+                 streaming=True, consumers=1),
         Scenario("sns-1k", "sns", "SNS -> 3 SQS, 1 KiB", n_fan, KIB, 3, per_request=10),
         Scenario("B", "metro", "1 KiB, 3 subscriptions", n_fan, KIB, 3, compare_to="sns-1k"),
         Scenario("sqs-64k", "sqs", "raw SQS, 64 KiB", n_large, 64 * KIB, 1, per_request=sqs_batch),
@@ -132,6 +136,8 @@ def _system(stack: BenchStack, sc: Scenario, st: Settings, admin_key: str = "") 
                     raise RuntimeError(f"the push pump did not pick up {sub}")
             return subs, publish, hook.consumer(sc.size)
         client.create(topic, subs, extra=lambda sub: sc.subscription_fields())
+        if sc.streaming:
+            return subs, publish, grpc_bench.StreamingConsumer(stack.url.removeprefix("http://"), sc.size)
         return subs, publish, metro.consumer(stack.url, sc.size, sc.max_messages, st.pull_wait + 60)
     with aws.part("baseline-setup"):
         urls = {s: baselines.sqs_queue(stack, f"bench-{s}") for s in subs}
@@ -143,19 +149,24 @@ def _system(stack: BenchStack, sc: Scenario, st: Settings, admin_key: str = "") 
     return subs, publish, baselines.sqs_consumer(stack, urls, sc.size, st.pull_wait)
 
 
-def warm_up(stack: BenchStack, push: bool = False) -> None:
+def warm_up(stack: BenchStack, push: bool = False, streaming: bool = False) -> None:
     """One small round trip first: lazy imports and cold caches are not part of any scenario."""
     warm = [Scenario("warm", "metro", "warm-up", 20, KIB, 1, per_request=10)]
     if push:
         warm.append(Scenario("warm-push", "metro", "warm-up", 20, KIB, 1, per_request=10, push=True))
+    if streaming:
+        warm.append(Scenario("warm-stream", "metro", "warm-up", 20, KIB, 1, per_request=10, streaming=True))
     for sc in warm:
         subs, pub, con = _system(stack, sc, Settings(1, 1, 0, 1, 60))
         Engine(Load(sc.messages, sc.per_request, subs, 1, 1, 0, 60), pub, con).run()
-        _retire(stack, sc, subs)
+        _retire(stack, sc, subs, con)
 
 
-def _retire(stack: BenchStack, sc: Scenario, subs: list[str]) -> None:
-    """Delete a push scenario's subscriptions, so their pollers stop receiving during later scenarios."""
+def _retire(stack: BenchStack, sc: Scenario, subs: list[str], con: ConsumeFactory | None = None) -> None:
+    """Close a streaming scenario's streams; delete a push scenario's subscriptions, so their pollers stop
+    receiving during later scenarios."""
+    if isinstance(con, grpc_bench.StreamingConsumer):
+        con.close()
     if sc.system == "metro" and sc.push:
         client = metro.MetroClient(stack.url)
         for sub in subs:
@@ -169,7 +180,7 @@ def run(stack: BenchStack, sc: Scenario, st: Settings, on_progress: Callable[[in
         try:
             return _measure(stack, sc, st, subs, pub, con, on_progress)
         finally:
-            _retire(stack, sc, subs)
+            _retire(stack, sc, subs, con)
 
 
 def _measure(stack: BenchStack, sc: Scenario, st: Settings, subs: list[str], pub: PublishFactory,

@@ -21,10 +21,10 @@ from google.protobuf import json_format
 from rich.table import Table
 
 from bench import pricing
-from chalicelib.core.messages import NewMessage
 from chalicelib.core.schemas.compiled import Checker, check_message, compile_spec, conforming
 from chalicelib.core.schemas.model import Encoding, SchemaRevision, SchemaSpec, SchemaType
 from chalicelib.core.schemas.protobuf import ProtoSchema
+from chalicelib.core.wire.messages import NewMessage
 
 KIB = 1024
 TARGET_AVRO_JSON_PER_CORE = 20_000  # messages per second on one core

@@ -197,10 +197,11 @@ class BenchStack:
             sys.path.insert(0, str(ROOT))  # app.py lives at the repository root
 
         from chalicelib.api import routes
-        from chalicelib.delivery import handlers
+        from chalicelib.delivery import event_handlers
         from chalicelib.local.pump import StreamPump
         from chalicelib.local.push_pump import PushPump
         from chalicelib.local.server import RequestHandler, Stack
+        from chalicelib.service.access import AccessService
         from chalicelib.store import aws
 
         self.aws = aws
@@ -210,11 +211,14 @@ class BenchStack:
         self.stats = HandlerStats()
         stats = self.stats
 
-        fanout, push = (counted(aws, stats, "fanout", handlers.fanout), counted(aws, stats, "push", handlers.push))
+        fanout = counted(aws, stats, "fanout", event_handlers.fanout)
+        push = counted(aws, stats, "push", event_handlers.push)
 
         self.stack = Stack(use_aws=False)
-        for check in ("authenticate", "authorize"):  # in both modes: open mode's check is timed as well
-            setattr(routes, check, timed_auth(aws, getattr(routes, check)))
+        # The edge's check, in both modes (open mode's is timed as well): routes.execute calls the access
+        # service's authenticate (a method: patched on its class) and the authorize that routes imports.
+        for owner, check in ((AccessService, "authenticate"), (routes, "authorize")):
+            setattr(owner, check, timed_auth(aws, getattr(owner, check)))
         httpd = self.stack.server.server
         original = httpd.RequestHandlerClass
         handler_class = counting_handler(RequestHandler, aws, stats)
@@ -250,10 +254,10 @@ class BenchStack:
     def _invoke_pump(self) -> Any:
         """Lambda's asynchronous invocations (the background seek's worker), labelled ``seek_worker``."""
         from chalicelib import runtime
-        from chalicelib.delivery import handlers
+        from chalicelib.delivery import event_handlers
         from chalicelib.local.invoke_pump import InvokePump
 
-        worker = counted(self.aws, self.stats, "seek_worker", handlers.seek_worker)
+        worker = counted(self.aws, self.stats, "seek_worker", event_handlers.seek_worker)
         pump = InvokePump(lambda: runtime.services().ctx.invoker.pending, {"seek_worker": worker})
         self.stack.invocations = pump
         return pump

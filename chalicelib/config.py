@@ -156,10 +156,10 @@ class Config:
     # The deployed push-endpoint rules in local mode too: https only, public addresses only (the allow list
     # aside), and service accounts only from push_service_accounts (docs/security.md). On by default in keys mode.
     push_strict: bool = field(default_factory=_push_strict)
-    # Ports no push endpoint may use, whatever the rules (core/endpoints.Reserved; the AWS endpoint's too).
+    # Ports no push endpoint may use, whatever the rules (core/access/endpoints.Reserved; the AWS endpoint's too).
     own_ports: tuple[int, ...] = field(default_factory=_own_ports)
     # Service accounts that oidcToken.serviceAccountEmail may name (comma separated): ``project=email`` assigns
-    # one to a project, a plain ``email`` lets any project name it in open mode only (core/push_identities.py).
+    # one to a project, a plain ``email`` lets any project name it in open mode only (core/access/push_identities.py).
     # Empty: any in local open mode without METRO_PUSH_STRICT, none deployed or strict.
     push_service_accounts: tuple[str, ...] = field(default_factory=lambda: _service_accounts(
         _env("METRO_PUSH_SERVICE_ACCOUNTS", "")))
@@ -201,6 +201,29 @@ class LocalConfig:
     fault_rate: float = field(default_factory=lambda: float(_env("METRO_FAULT_RATE", "0")))
     # gRPC on the REST port (chalicelib/local/grpc_edge.py); 0 answers HTTP/2 clients with a GOAWAY instead.
     grpc: bool = field(default_factory=lambda: flag("METRO_GRPC", True))
+
+
+GRPC_UNARY_RESERVE = 64  # threads of the gRPC edge's pool that streams leave to unary calls and health checks
+
+
+def _grpc_workers() -> int:
+    return int(_env("METRO_GRPC_WORKERS", "256"))
+
+
+@dataclass(frozen=True)
+class GrpcEdgeConfig:
+    """Settings of the gRPC edge's container (``python -m chalicelib.container``; infra/grpc_stack.py runs it)."""
+
+    # The port it listens on, on every interface (the load balancer's target port).
+    port: int = field(default_factory=lambda: int(_env("METRO_GRPC_PORT", "8085")))
+    # Its thread pool: every call in progress holds one thread (an open StreamingPull for as long as it is open).
+    workers: int = field(default_factory=_grpc_workers)
+    # StreamingPulls open at once, at most: a stream beyond ends UNAVAILABLE at once (clients retry), so that the
+    # rest of the pool serves unary calls and health checks (chalicelib/container/streams.py).
+    max_streams: int = field(default_factory=lambda: int(_env("METRO_GRPC_MAX_STREAMS",
+                                                              str(max(1, _grpc_workers() - GRPC_UNARY_RESERVE)))))
+    # On SIGTERM: how long calls in progress may go on before every call still open ends UNAVAILABLE.
+    grace_seconds: float = field(default_factory=lambda: float(_env("METRO_GRPC_GRACE_SECONDS", "15")))
 
 
 def load() -> Config:

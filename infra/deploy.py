@@ -1,6 +1,7 @@
 """Deploy Metro to AWS (or an emulator at ``AWS_ENDPOINT_URL``) with boto3 only: no AWS CLI.
 
     python -m infra.deploy deploy  --stage dev [--parallelization-factor 4] [--alarm-topic-arn ARN]
+                                   [--grpc --grpc-image IMAGE --grpc-certificate-arn ARN [--grpc-subnet-ids A,B]]
     python -m infra.deploy destroy --stage dev [--delete-data]
 
 ``deploy``: the storage stack (infra/resources.json: tables and bucket, kept on delete), then
@@ -13,8 +14,11 @@ leaves them alone and exits 0. Prints the HTTPS endpoint.
 Push subscriptions' queue mappings (made by Metro at run time, not by a stack) without partial batch
 failure reports are repaired.
 
-``destroy``: the app stack and the push mappings Metro made; tables, bucket and queues stay unless
-``--delete-data``.
+``--grpc`` (opt-in) then deploys the gRPC edge stack (infra/grpc_stack.py: the container of infra/grpc/Dockerfile
+on ECS Fargate behind an ALB) with the image given, in the default VPC's default subnets unless subnets are given.
+
+``destroy``: the gRPC edge stack if there is one, the app stack and the push mappings Metro made; tables, bucket
+and queues stay unless ``--delete-data``.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from typing import Any
 
 import typer
 
-from infra import layer, secrets, template
+from infra import grpc_stack, layer, secrets, template
 from infra.names import StageNames, check_stage, resolve
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -210,6 +214,63 @@ def deploy_stage(t: Target, settings: dict[str, Any], workdir: Path) -> tuple[bo
     return changed, reachable_endpoint(endpoint, cfn.meta.endpoint_url)
 
 
+@dataclass(frozen=True)
+class GrpcEdge:
+    """The gRPC edge stack to deploy: its settings, certificate and network."""
+
+    settings: grpc_stack.Settings
+    certificate_arn: str
+    vpc_id: str
+    subnet_ids: tuple[str, ...]
+
+
+def grpc_network(ec2: Any, vpc_id: str, subnet_ids: tuple[str, ...]) -> tuple[str, list[str]]:
+    """The VPC and subnets of the gRPC edge: those given, or the default VPC's default subnets (one per Availability
+    Zone); the load balancer needs subnets in two zones at least."""
+    if not subnet_ids:
+        if not vpc_id:
+            vpcs = ec2.describe_vpcs(Filters=[{"Name": "isDefault", "Values": ["true"]}])["Vpcs"]
+            if not vpcs:
+                raise RuntimeError("the region has no default VPC: give --grpc-vpc-id and --grpc-subnet-ids")
+            vpc_id = str(vpcs[0]["VpcId"])
+        found = ec2.describe_subnets(Filters=[{"Name": "vpc-id", "Values": [vpc_id]},
+                                              {"Name": "default-for-az", "Values": ["true"]}])["Subnets"]
+    else:
+        found = ec2.describe_subnets(SubnetIds=list(subnet_ids))["Subnets"]
+    vpcs_of_subnets = {str(s["VpcId"]) for s in found}
+    if len(vpcs_of_subnets) != 1 or (vpc_id and vpc_id not in vpcs_of_subnets):
+        raise RuntimeError(f"the gRPC edge's subnets must all be in one VPC{f' ({vpc_id})' if vpc_id else ''}")
+    if len({s["AvailabilityZone"] for s in found}) < 2:
+        raise RuntimeError("the gRPC edge's load balancer needs subnets in two Availability Zones at least "
+                           "(--grpc-subnet-ids)")
+    return vpcs_of_subnets.pop(), sorted(str(s["SubnetId"]) for s in found)
+
+
+def checked_grpc_edge(t: Target, settings: grpc_stack.Settings, certificate_arn: str, vpc_id: str,
+                      subnet_ids: str) -> GrpcEdge:
+    """What ``deploy --grpc`` was given, checked before anything is deployed (exit 2 with what is missing)."""
+    if not (settings.image and certificate_arn):
+        typer.echo("--grpc needs --grpc-image (infra/grpc/Dockerfile, built for arm64 and pushed) and "
+                   "--grpc-certificate-arn (an ACM certificate of the host name clients will use)", err=True)
+        raise typer.Exit(2)
+    try:
+        vpc, subnets = grpc_network(session_client("ec2", t.region), vpc_id,
+                                    tuple(s.strip() for s in subnet_ids.split(",") if s.strip()))
+    except RuntimeError as exc:
+        typer.echo(str(exc), err=True)
+        raise typer.Exit(2) from exc
+    return GrpcEdge(settings, certificate_arn, vpc, tuple(subnets))
+
+
+def deploy_grpc(t: Target, edge: GrpcEdge) -> tuple[bool, str]:
+    """The gRPC edge stack, after the app stack; (anything changed, the load balancer's DNS name)."""
+    cfn = session_client("cloudformation", t.region)
+    body = json.dumps(grpc_stack.build(edge.settings), sort_keys=True)
+    parameters = {"CertificateArn": edge.certificate_arn, "VpcId": edge.vpc_id, "SubnetIds": ",".join(edge.subnet_ids)}
+    changed = apply_change_set(cfn, t.names.grpc_stack, {"TemplateBody": body}, parameters)
+    return changed, outputs(cfn, t.names.grpc_stack).get("LoadBalancerDNSName", "")
+
+
 def _push_mappings(lam: Any, function: str) -> list[dict[str, Any]]:
     pages = lam.get_paginator("list_event_source_mappings").paginate(FunctionName=function)
     return [m for page in pages for m in page.get("EventSourceMappings", [])]
@@ -265,6 +326,17 @@ def deploy(
     parallelization_factor: int = typer.Option(4, min=1, max=10, help="concurrent fan-out batches per shard"),
     maximum_retry_attempts: int = typer.Option(100, min=0, max=10000, help="retries of a failing fan-out batch"),
     alarm_topic_arn: str = typer.Option("", help="SNS topic told when the fan-out DLQ holds records"),
+    grpc: bool = typer.Option(False, "--grpc", help="also deploy the gRPC edge stack (ECS Fargate behind an ALB)"),
+    grpc_image: str = typer.Option("", help="--grpc: the image of infra/grpc/Dockerfile (arm64), e.g. in ECR"),
+    grpc_certificate_arn: str = typer.Option("", help="--grpc: the ACM certificate of the host name clients use"),
+    grpc_vpc_id: str = typer.Option("", help="--grpc: the VPC (default: the default VPC, or the subnets')"),
+    grpc_subnet_ids: str = typer.Option("", help="--grpc: comma-separated subnets in two zones at least "
+                                                 "(default: the VPC's default subnets)"),
+    grpc_cpu: int = typer.Option(256, help="--grpc: CPU units per task (256 = 0.25 vCPU)"),
+    grpc_memory: int = typer.Option(512, help="--grpc: MiB per task"),
+    grpc_max_tasks: int = typer.Option(4, min=1, help="--grpc: autoscaling's upper bound"),
+    grpc_connections_per_task: int = typer.Option(100, min=1, help="--grpc: autoscaling's target, the load "
+                                                                    "balancer's active connections per task"),
 ) -> None:
     """Create or update the stage; exit 0 with "no changes" when everything is already deployed."""
     if stage_auth(stage) == "open":  # the deployed functions would refuse to start (runtime.check_secrets)
@@ -272,12 +344,25 @@ def deploy(
                    "would be the service admin of every project): remove it, keys mode is the default", err=True)
         raise typer.Exit(1)
     t = target(stage, _region(region))
+    edge = checked_grpc_edge(t, grpc_stack.Settings(stage, grpc_image, cpu=grpc_cpu, memory=grpc_memory,
+                                                    max_tasks=grpc_max_tasks,
+                                                    connections_per_task=grpc_connections_per_task),
+                             grpc_certificate_arn, grpc_vpc_id, grpc_subnet_ids) if grpc else None
     settings = {"parallelization_factor": parallelization_factor,
                 "maximum_retry_attempts": maximum_retry_attempts, "alarm_topic_arn": alarm_topic_arn}
     with tempfile.TemporaryDirectory(prefix="metro-package-") as workdir:
         changed, endpoint = deploy_stage(t, settings, Path(workdir))
+    grpc_line = ""
+    if edge is not None:
+        grpc_changed, grpc_endpoint = deploy_grpc(t, edge)
+        changed = grpc_changed or changed
+        grpc_line = f"gRPC edge: {grpc_endpoint}:443 (point the certificate's host name at it)"
+    elif stack_status(session_client("cloudformation", t.region), t.names.grpc_stack):
+        grpc_line = f"gRPC edge: stack {t.names.grpc_stack} left as it is (--grpc updates it, destroy removes it)"
     typer.echo(f"{'deployed' if changed else 'no changes'}: stage {stage} in {t.account}/{t.region}")
     typer.echo(f"endpoint: {endpoint}")
+    if grpc_line:
+        typer.echo(grpc_line)
     typer.echo(f"admin token: {secrets.admin_key_hint(stage, t.region)}")
 
 
@@ -287,18 +372,18 @@ def destroy(
     region: str = typer.Option(""),
     delete_data: bool = typer.Option(False, "--delete-data", help="also delete tables, bucket and queues"),
 ) -> None:
-    """Delete the app stack (and Metro's push mappings); the data stays unless --delete-data."""
+    """Delete the gRPC edge and app stacks (and Metro's push mappings); the data stays unless --delete-data."""
     t = target(stage, _region(region))
     cfn = session_client("cloudformation", t.region)
     removed = remove_push_mappings(session_client("lambda", t.region), t.names.function("push"))
-    stacks = [t.names.app_stack] + ([t.names.storage_stack] if delete_data else [])
-    for stack in stacks:
-        if stack_status(cfn, stack):
-            cfn.delete_stack(StackName=stack)
-            cfn.get_waiter("stack_delete_complete").wait(StackName=stack, WaiterConfig=WAIT)
+    stacks = [t.names.grpc_stack, t.names.app_stack] + ([t.names.storage_stack] if delete_data else [])
+    deleted = [stack for stack in stacks if stack_status(cfn, stack)]
+    for stack in deleted:  # the gRPC edge first: its tasks use the app's resources
+        cfn.delete_stack(StackName=stack)
+        cfn.get_waiter("stack_delete_complete").wait(StackName=stack, WaiterConfig=WAIT)
     if delete_data:
         delete_stage_data(t)
-    typer.echo(f"deleted {', '.join(stacks)} and {removed} push mappings"
+    typer.echo(f"deleted {', '.join(deleted) or 'no stack'} and {removed} push mappings"
                + ("" if delete_data else f"; kept tables {', '.join(t.names.tables)} and bucket {t.bucket}"))
 
 

@@ -73,6 +73,11 @@ class StageNames:
         return f"{self.prefix}-app"
 
     @property
+    def grpc_stack(self) -> str:
+        """The opt-in gRPC edge (infra/grpc_stack.py): its stack, and the name of its ECS cluster and service."""
+        return f"{self.prefix}-grpc"
+
+    @property
     def dlq(self) -> str:
         """The fan-out mapping's on-failure destination (``_``: outside the subscription queues' ``prefix-*``)."""
         return f"{self.prefix}_fanout-failures"

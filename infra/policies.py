@@ -151,6 +151,17 @@ def statements(names: StageNames, function: str) -> list[Statement]:
     return out
 
 
+# The gRPC edge's task (infra/grpc_stack.py) serves the API's calls over gRPC with the API function's grants, less
+# its log group (the task's logs go through the task's execution role) and the CloudWatch read of ``:metrics``, which
+# no gRPC method reaches.
+GRPC_EDGE_LEAVES_OUT = frozenset({"Logs", "QueueAge"})
+
+
+def grpc_edge_statements(names: StageNames) -> list[Statement]:
+    """The statements of the gRPC edge task's role: a subset of the API function's."""
+    return [st for st in statements(names, "api_handler") if st["Sid"] not in GRPC_EDGE_LEAVES_OUT]
+
+
 def policy(stage: str, function: str) -> dict[str, Any]:
     return {"Version": "2012-10-17", "Statement": statements(StageNames(stage), function)}
 

@@ -13,8 +13,12 @@ Then, all against the emulator (``AWS_ENDPOINT_URL`` and dummy credentials: neve
    (storage stack, SSM secrets, ``chalice package`` merged by infra/template.py, the pyarrow layer, the app
    stack with API Gateway, the four functions and the stream mapping);
 2. the same command again, which must exit 0 and say "no changes";
-3. the end-to-end tests of tests/rehearsal/ against the stage's API Gateway URL with Google's clients, in the
-   deployed configuration (``METRO_AUTH=keys``, secrets from SSM).
+3. the gRPC edge's container entry point (``python -m chalicelib.container``, the command of infra/grpc/Dockerfile)
+   as a process, in the environment the gRPC stack gives its task (infra/grpc_stack.container_environment, resolved
+   for the emulator's account and region) but for its port and the emulator's endpoint;
+4. the end-to-end tests of tests/rehearsal/ against the stage's API Gateway URL and that gRPC edge with Google's
+   clients, in the deployed configuration (``METRO_AUTH=keys``, secrets from SSM);
+5. SIGTERM to the gRPC edge, which must stop within its grace period and exit 0, as ECS stops a task.
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ from pathlib import Path
 from typing import Any
 
 import typer
+
+from infra import grpc_stack
 
 ROOT = Path(__file__).resolve().parents[1]
 MINISTACK_PYTHON = ROOT / ".venv-rehearse" / "bin" / "python"
@@ -130,6 +136,66 @@ def api_url(endpoint: str, deploy_output: str) -> str:
     return found.group(1)
 
 
+def emulator_account(endpoint: str) -> str:
+    import boto3
+
+    sts = boto3.client("sts", endpoint_url=endpoint, region_name=REGION,
+                       aws_access_key_id=EMULATOR_CREDENTIALS["AWS_ACCESS_KEY_ID"],
+                       aws_secret_access_key=EMULATOR_CREDENTIALS["AWS_SECRET_ACCESS_KEY"])
+    return str(sts.get_caller_identity()["Account"])
+
+
+def grpc_edge_environment(endpoint: str, stage: str, port: int) -> dict[str, str]:
+    """What the gRPC stack gives its task (the API function's environment and the edge's settings), resolved for the
+    emulator's account and region; only the port and the emulator's endpoint and credentials differ."""
+    task = grpc_stack.container_environment(grpc_stack.Settings(stage, image="rehearsal"))
+    return {**emulator_environment(endpoint), **grpc_stack.resolved(task, emulator_account(endpoint), REGION),
+            "METRO_GRPC_PORT": str(port)}
+
+
+class GrpcEdgeProcess:
+    """``python -m chalicelib.container`` against the emulator, its output in ``log``."""
+
+    LISTENING = "Metro gRPC edge listening"
+
+    def __init__(self, endpoint: str, stage: str, log: Path) -> None:
+        self.port = free_port()
+        self.log = log
+        env = grpc_edge_environment(endpoint, stage, self.port)
+        self.grace = float(env["METRO_GRPC_GRACE_SECONDS"])
+        with log.open("w") as out:
+            self.process = subprocess.Popen([sys.executable, "-m", "chalicelib.container"], cwd=ROOT, env=env,
+                                            stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+
+    @property
+    def host(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def wait_until_listening(self, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.LISTENING in self.log.read_text():
+                return
+            if self.process.poll() is not None:
+                raise RuntimeError(f"the gRPC edge exited ({self.process.returncode}):\n{self.log.read_text()[-3000:]}")
+            time.sleep(0.2)
+        raise RuntimeError(f"the gRPC edge did not listen within {timeout:.0f} s:\n{self.log.read_text()[-3000:]}")
+
+    def stop(self) -> bool:
+        """SIGTERM, as ECS stops a task: whether it exited 0 within the grace period and the container's stop
+        timeout (after which ECS would send SIGKILL)."""
+        if self.process.poll() is not None:
+            return False
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            code = self.process.wait(timeout=grpc_stack.STOP_TIMEOUT_SECONDS)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+            return False
+        return code == 0
+
+
 def rehearse(endpoint: str, stage: str, pytest_args: list[str]) -> int:
     started = time.monotonic()
     say(f"deploy stage {stage} into {endpoint} (make deploy's command and templates)")
@@ -140,12 +206,28 @@ def rehearse(endpoint: str, stage: str, pytest_args: list[str]) -> int:
         say("FAILED: the second deploy changed the stage")
         return 1
     url = api_url(endpoint, first)
-    say(f"deployed in {time.monotonic() - started:.0f} s; end-to-end tests against {url}")
-    env = {**emulator_environment(endpoint), "METRO_REHEARSAL_URL": url, "METRO_REHEARSAL_STAGE": stage}
-    tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/rehearsal",
-                            *pytest_args], cwd=ROOT, env=env, check=False)
-    say(f"rehearsal {'passed' if tests.returncode == 0 else 'FAILED'} in {time.monotonic() - started:.0f} s")
-    return tests.returncode
+    logs = Path(tempfile.mkdtemp(prefix="metro-grpc-edge-"))
+    edge = GrpcEdgeProcess(endpoint, stage, logs / "grpc-edge.log")
+    try:
+        edge.wait_until_listening()
+        say(f"deployed in {time.monotonic() - started:.0f} s; the gRPC edge's entry point listens on {edge.host}; "
+            f"end-to-end tests against {url} and {edge.host}")
+        env = {**emulator_environment(endpoint), "METRO_REHEARSAL_URL": url, "METRO_REHEARSAL_STAGE": stage,
+               "METRO_REHEARSAL_GRPC": edge.host}
+        tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/rehearsal",
+                                *pytest_args], cwd=ROOT, env=env, check=False)
+    finally:
+        stopping = time.monotonic()
+        stopped = edge.stop()
+    code = tests.returncode
+    if stopped:
+        say(f"the gRPC edge stopped on SIGTERM in {time.monotonic() - stopping:.1f} s and exited 0")
+        shutil.rmtree(logs, ignore_errors=True)
+    else:
+        say(f"FAILED: the gRPC edge did not stop cleanly on SIGTERM (log kept: {edge.log})")
+        code = code or 1
+    say(f"rehearsal {'passed' if code == 0 else 'FAILED'} in {time.monotonic() - started:.0f} s")
+    return code
 
 
 @cli.command()

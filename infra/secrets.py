@@ -11,7 +11,7 @@ import secrets
 from collections.abc import Callable
 from typing import Any
 
-from chalicelib.core.oidc import generate_signing_key
+from chalicelib.core.access.oidc import generate_signing_key
 from infra.names import StageNames
 
 NAMES = ("ack-secret", "admin-key", "push-signing-key")

@@ -91,8 +91,8 @@ def tree_cpu_seconds(root: int | None = None) -> float:
 
 def generate(s3c: Any, bucket: str, topic: str, messages: int, batch: int, size: int, hours: int, threads: int) -> int:
     """Write the raw objects (publish times spread over ``hours`` full hours that ended before now)."""
-    from chalicelib.core import archive_layout as layout
     from chalicelib.core import payload
+    from chalicelib.core.replay import archive_layout as layout
 
     requests = -(-messages // batch)
     now_ms = int(time.time() * 1000)
@@ -138,7 +138,7 @@ def count_objects(s3c: Any, bucket: str, prefix: str = "") -> tuple[int, int]:
 
 
 def verify(s3c: Any, bucket: str, topic: str, expected: int) -> int:
-    from chalicelib.core import archive_layout as layout
+    from chalicelib.core.replay import archive_layout as layout
 
     total = 0
     for o in common.list_objects(s3c, bucket, layout.archive_topic_prefix(topic)):

@@ -295,7 +295,7 @@ def run_or_report_lock(job: str, run: Callable[[], dict[str, Any]]) -> dict[str,
 
 def raw_prefixes(project: str, topics: list[str]) -> list[str]:
     """Listing prefixes for the selection (all of raw/ when nothing is selected)."""
-    from chalicelib.core import archive_layout as layout
+    from chalicelib.core.replay import archive_layout as layout
 
     if topics:
         return [layout.raw_topic_prefix(t) for t in topics]
@@ -305,7 +305,7 @@ def raw_prefixes(project: str, topics: list[str]) -> list[str]:
 
 
 def archive_prefixes(project: str, topics: list[str]) -> list[str]:
-    from chalicelib.core import archive_layout as layout
+    from chalicelib.core.replay import archive_layout as layout
 
     if topics:
         return [layout.archive_topic_prefix(t) for t in topics]

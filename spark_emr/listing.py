@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from chalicelib.core import archive_layout as layout
+from chalicelib.core.replay import archive_layout as layout
 from spark_emr import common
 
 Listing = tuple[list[tuple[str, int]], list[tuple[str, int]]]  # (raw keys, archive keys) with sizes

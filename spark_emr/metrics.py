@@ -30,7 +30,7 @@ from spark_emr import common
 
 common.ensure_importable()
 
-from chalicelib.core import archive_layout as layout  # noqa: E402
+from chalicelib.core.replay import archive_layout as layout  # noqa: E402
 from chalicelib.store import archive as store  # noqa: E402
 from spark_emr import plan as planning  # noqa: E402
 from spark_emr import reports, tasks, transforms  # noqa: E402

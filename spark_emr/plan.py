@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TypeVar
 
-from chalicelib.core import archive_layout as layout
+from chalicelib.core.replay import archive_layout as layout
 
 HourId = tuple[str, int]  # (topic, hour start in epoch ms)
 T = TypeVar("T", bound=tuple[object, ...])

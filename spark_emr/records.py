@@ -18,8 +18,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from chalicelib.core import archive_layout as layout
-from chalicelib.core import envelope, payload, sqs_limits
+from chalicelib.core import payload
+from chalicelib.core.queueing import envelope, sqs_limits
+from chalicelib.core.replay import archive_layout as layout
 from chalicelib.store import archive as store
 
 ARCHIVE_SCHEMA = store.arrow_schema()
@@ -359,11 +360,11 @@ def batch_entries(batch: list[Outgoing], fifo: bool) -> list[dict[str, str]]:
 
 
 def load_filter(text: str) -> Callable[[Mapping[str, str]], bool] | None:
-    """``chalicelib.core.filters.parse_filter(text).matches`` when that module exists, else None."""
+    """``chalicelib.core.queueing.filters.parse_filter(text).matches`` when that module exists, else None."""
     if not text:
         return None
     try:
-        from chalicelib.core import filters
+        from chalicelib.core.queueing import filters
     except ImportError:
         return None
     parse = getattr(filters, "parse_filter", None)

@@ -33,7 +33,7 @@ from spark_emr import common
 
 common.ensure_importable()
 
-from chalicelib.core import archive_layout as layout  # noqa: E402
+from chalicelib.core.replay import archive_layout as layout  # noqa: E402
 from spark_emr import records, tasks, transforms  # noqa: E402
 
 COUNTS = ("sent", "inline", "pointer", "too_large", "failed")
@@ -146,7 +146,7 @@ def replay(
     s3c = common.s3(cfg)
     t0 = time.monotonic()
     if filter_text and records.load_filter(filter_text) is None:
-        print("replay: chalicelib.core.filters.parse_filter not available, --filter ignored", file=sys.stderr)
+        print("replay: chalicelib.core.queueing.filters.parse_filter not available, --filter ignored", file=sys.stderr)
     table_keys = raw_keys_from_table(messages_table, topic, start, end, cfg) if messages_table else None
     raw, parts = plan_sources(s3c, bucket, topic, start, end, threads, table_keys)
     counts: Mapping[str, int] = dict.fromkeys(COUNTS, 0)

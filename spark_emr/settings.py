@@ -12,10 +12,10 @@ import json
 from typing import Any
 
 from chalicelib.core import limits
-from chalicelib.core.models import Subscription, Topic
 from chalicelib.core.names import Name
-from chalicelib.core.seek import SNAPSHOT_LIFETIME
+from chalicelib.core.replay.seek import SNAPSHOT_LIFETIME
 from chalicelib.core.timefmt import parse_duration
+from chalicelib.core.wire.models import Subscription, Topic
 from spark_emr.plan import RetentionSettings
 
 

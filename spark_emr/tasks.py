@@ -14,7 +14,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from chalicelib.core import archive_layout as layout
+from chalicelib.core.replay import archive_layout as layout
 from chalicelib.store import archive as store
 from spark_emr import common, records
 

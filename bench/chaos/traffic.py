@@ -40,7 +40,8 @@ class Plan:
     rate: float = 0.0  # messages per second across publishers; 0: as fast as the window allows
     nack_rate: float = 0.01  # pullers nack this share of what they get
     # The push endpoint answers 503 to this share: more than 1% of recent nacks makes the push backoff pause the
-    # subscription as Google's does (chalicelib/core/backoff.py), which would measure the backoff, not the faults.
+    # subscription as Google's does (chalicelib/core/queueing/backoff.py), which would measure the backoff, not
+    # the faults.
     push_nack_rate: float = 0.002
     pullers: int = 2  # threads per pull subscription
     ack_deadline: int = 20

@@ -11,7 +11,7 @@ from chalicelib.api import permissions as P
 from chalicelib.api.handlers import Incoming, Result
 from chalicelib.api.methods import Method
 from chalicelib.core import names
-from chalicelib.core.responses import EMPTY
+from chalicelib.core.wire.responses import EMPTY
 from chalicelib.runtime import services
 
 Member = tuple[str, str]  # (project, user name)

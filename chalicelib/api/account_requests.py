@@ -1,4 +1,4 @@
-"""Request bodies of the identity routes -> typed values (core/requests.py): AMS's projects, users, members
+"""Request bodies of the identity routes -> typed values (core/wire/requests.py): AMS's projects, users, members
 and ``:modifyAcl`` bodies, Google's ``:setIamPolicy`` and ``:testIamPermissions`` bodies.
 """
 
@@ -9,11 +9,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from chalicelib.core import names
-from chalicelib.core.accounts import ACL_ROLE, MEMBER_PREFIX, ProjectRoles
+from chalicelib.core.access.accounts import ACL_ROLE, MEMBER_PREFIX, ProjectRoles
+from chalicelib.core.access.identity import PROJECT_ROLES, SERVICE_ROLES
 from chalicelib.core.errors import InvalidArgument
-from chalicelib.core.fields import int_field
-from chalicelib.core.identity import PROJECT_ROLES, SERVICE_ROLES
-from chalicelib.core.requests import (
+from chalicelib.core.wire.fields import int_field
+from chalicelib.core.wire.requests import (
     AclRequest,
     PageRequest,
     PermissionsQuery,

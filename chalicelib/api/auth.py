@@ -12,8 +12,8 @@ from collections.abc import Mapping
 
 from chalicelib.api.permissions import IN_PROJECT, SERVICE, Rule
 from chalicelib.core import names
+from chalicelib.core.access.identity import Principal
 from chalicelib.core.errors import InvalidArgument, PermissionDenied
-from chalicelib.core.identity import Principal
 from chalicelib.core.names import Name
 from chalicelib.runtime import services
 

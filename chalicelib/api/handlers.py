@@ -1,5 +1,5 @@
 """One function per API method of Google's topics and subscriptions (and the ACL views of both): parse the
-request into a typed value (api/requests.py), call one use case, return its typed result. ``METHODS``
+request into a typed value (api/parsing.py), call one use case, return its typed result. ``METHODS``
 declares each (api/methods.py); api/routes.py dispatches and api/http.py renders.
 """
 
@@ -9,16 +9,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from chalicelib.api import account_requests, requests, snapshot_requests
+from chalicelib.api import account_requests, parsing, snapshot_requests
 from chalicelib.api import permissions as P
 from chalicelib.api.methods import Method
 from chalicelib.api.permissions import Rule
 from chalicelib.api.references import authorized
-from chalicelib.core.identity import OPEN_PRINCIPAL, Principal
-from chalicelib.core.models import Subscription
+from chalicelib.core.access.identity import OPEN_PRINCIPAL, Principal
 from chalicelib.core.names import Name
 from chalicelib.core.records import SubscriptionRecord
-from chalicelib.core.responses import EMPTY, ToWire
+from chalicelib.core.wire.models import Subscription
+from chalicelib.core.wire.responses import EMPTY, ToWire
 from chalicelib.runtime import services
 
 
@@ -44,7 +44,7 @@ def reported(rec: SubscriptionRecord) -> Subscription:
 
 # -- topics ---------------------------------------------------------------------------------------------
 def create_topic(name: Name, incoming: Incoming) -> Result:
-    return services().admin.create_topic(name, authorized(incoming, requests.topic_request(incoming.body, name)))
+    return services().admin.create_topic(name, authorized(incoming, parsing.topic_request(incoming.body, name)))
 
 
 def get_topic(name: Name, incoming: Incoming) -> Result:
@@ -52,7 +52,7 @@ def get_topic(name: Name, incoming: Incoming) -> Result:
 
 
 def patch_topic(name: Name, incoming: Incoming) -> Result:
-    return services().admin.patch_topic(name, authorized(incoming, requests.update_topic_request(incoming.body, name)))
+    return services().admin.patch_topic(name, authorized(incoming, parsing.update_topic_request(incoming.body, name)))
 
 
 def delete_topic(name: Name, incoming: Incoming) -> Result:
@@ -61,7 +61,7 @@ def delete_topic(name: Name, incoming: Incoming) -> Result:
 
 
 def publish(name: Name, incoming: Incoming) -> Result:
-    return services().publish.publish(name, requests.publish_request(incoming.body))
+    return services().publish.publish(name, parsing.publish_request(incoming.body))
 
 
 def topic_metrics(name: Name, incoming: Incoming) -> Result:
@@ -69,12 +69,12 @@ def topic_metrics(name: Name, incoming: Incoming) -> Result:
 
 
 def topic_subscriptions(name: Name, incoming: Incoming) -> Result:
-    return services().admin.topic_subscription_names(name, requests.page_request(incoming.params))
+    return services().admin.topic_subscription_names(name, parsing.page_request(incoming.params))
 
 
 # -- subscriptions --------------------------------------------------------------------------------------
 def create_subscription(name: Name, incoming: Incoming) -> Result:
-    request = authorized(incoming, requests.subscription_request(incoming.body, name))
+    request = authorized(incoming, parsing.subscription_request(incoming.body, name))
     return reported(services().admin.create_subscription(name, request))
 
 
@@ -83,7 +83,7 @@ def get_subscription(name: Name, incoming: Incoming) -> Result:
 
 
 def patch_subscription(name: Name, incoming: Incoming) -> Result:
-    request = authorized(incoming, requests.update_subscription_request(incoming.body, name))
+    request = authorized(incoming, parsing.update_subscription_request(incoming.body, name))
     return reported(services().admin.patch_subscription(name, request))
 
 
@@ -93,19 +93,19 @@ def delete_subscription(name: Name, incoming: Incoming) -> Result:
 
 
 def pull(name: Name, incoming: Incoming) -> Result:
-    return services().pull.pull(name, requests.pull_request(incoming.body))
+    return services().pull.pull(name, parsing.pull_request(incoming.body))
 
 
 def acknowledge(name: Name, incoming: Incoming) -> Result:
-    return services().pull.acknowledge(name, requests.acknowledge_request(incoming.body))
+    return services().pull.acknowledge(name, parsing.acknowledge_request(incoming.body))
 
 
 def modify_ack_deadline(name: Name, incoming: Incoming) -> Result:
-    return services().pull.modify_ack_deadline(name, requests.modify_ack_deadline_request(incoming.body))
+    return services().pull.modify_ack_deadline(name, parsing.modify_ack_deadline_request(incoming.body))
 
 
 def modify_push_config(name: Name, incoming: Incoming) -> Result:
-    request = authorized(incoming, requests.modify_push_config_request(incoming.body, name))
+    request = authorized(incoming, parsing.modify_push_config_request(incoming.body, name))
     services().admin.modify_push_config(name, request)
     return EMPTY
 
@@ -129,11 +129,11 @@ def seek_status(name: Name, incoming: Incoming) -> Result:
 
 # -- collections and projects ---------------------------------------------------------------------------
 def list_topics(project: str, incoming: Incoming) -> Result:
-    return services().admin.list_topics(project, requests.page_request(incoming.params))
+    return services().admin.list_topics(project, parsing.page_request(incoming.params))
 
 
 def list_subscriptions(project: str, incoming: Incoming) -> Result:
-    return services().admin.list_subscriptions(project, requests.page_request(incoming.params)).map(reported)
+    return services().admin.list_subscriptions(project, parsing.page_request(incoming.params)).map(reported)
 
 
 def project_metrics(project: str, incoming: Incoming) -> Result:

@@ -13,7 +13,7 @@ from urllib.parse import unquote
 from chalice.app import Response
 
 from chalicelib.core.errors import InvalidArgument, MetroError, NotFound
-from chalicelib.core.responses import ToWire
+from chalicelib.core.wire.responses import ToWire
 
 log = logging.getLogger("metro.api")
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")

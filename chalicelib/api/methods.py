@@ -3,7 +3,7 @@ serves it, who may call it, and how the OpenAPI description shows it.
 
 Each handler module ends with the ``METHODS`` it serves; api/registry.py gathers them and derives every table
 from them: the Chalice routes (app.py registers each route template once), the (method, verb) -> handler
-tables that api/routes.py dispatches on, the permission table, and the OpenAPI description (api/openapi.py).
+tables that api/routes.py dispatches on, the permission table, and the OpenAPI description (api/openapi/description.py).
 Adding a method is one ``Method(...)`` next to its handler, a typed request, a service call and tests.
 """
 
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from chalicelib.api.permissions import Rule
-from chalicelib.core.identity import Action
+from chalicelib.core.access.identity import Action
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,7 @@ class Method:
     summary: str  # one line for the description
     answer: str = "Empty"  # component schema of the 200 answer
     body: str | None = None  # component schema of the JSON request body
-    query: tuple[str, ...] = ()  # the description's query parameters (api/openapi.py's QUERY)
+    query: tuple[str, ...] = ()  # the description's query parameters (api/openapi/description.py's QUERY)
     required: tuple[str, ...] = ()  # the query parameters among ``query`` a request must carry
     tag: str = "AMS"
     path: str = ""  # only where the URL is not the route followed by ":verb" (GET /v1/users/profile)

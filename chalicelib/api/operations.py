@@ -23,7 +23,7 @@ RELEASE = "0.1.0"  # pyproject.toml's version
 
 
 DESCRIPTION = "Google Cloud Pub/Sub REST v1 and ARGO Messaging Service API, serverless on AWS"
-GRPC = 'not served yet: give Google\'s client libraries transport="rest"'
+GRPC = "on the REST port locally (PUBSUB_EMULATOR_HOST=host:port); deployed, the gRPC service's own endpoint"
 
 
 def root(request: Request | None = None) -> Response:

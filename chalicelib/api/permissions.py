@@ -1,5 +1,5 @@
 """Routes and the rules of access: every route template Metro serves, and the rules (an action of
-core/identity.Action and the kind of resource it applies to) that each method names in its declaration
+core/access/identity.Action and the kind of resource it applies to) that each method names in its declaration
 (api/methods.py). api/registry.py derives the permission table from those declarations; api/routes.py looks
 every request up there after authenticating it and before its handler runs; a pair missing there is refused.
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from chalicelib.core.identity import Action
+from chalicelib.core.access.identity import Action
 
 # Route templates (app.py registers exactly these).
 ROOT = "/"

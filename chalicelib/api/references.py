@@ -1,4 +1,4 @@
-"""Authorization of the resources a request body names (core/references.py declares them on the typed
+"""Authorization of the resources a request body names (core/access/references.py declares them on the typed
 requests): each is authorized against its own project, with the action its declaration names, before any
 use case reads it. The answer is the same 403 whether the named resource exists or not.
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, TypeVar
 
+from chalicelib.core.access.references import Reference, Refers, references
 from chalicelib.core.names import Name
-from chalicelib.core.references import Reference, Refers, references
 from chalicelib.runtime import services
 
 if TYPE_CHECKING:  # api/handlers.py imports this module

@@ -4,7 +4,7 @@ api/methods.py), and the tables derived from them:
 - ``ROUTES``: every route template with the HTTP methods it answers (app.py registers each once);
 - ``table(route)``: (HTTP method, verb) -> handler, what api/routes.py dispatches on;
 - ``PERMISSIONS`` and ``rule_for``: the permission table api/routes.py authorizes from;
-- the OpenAPI description (api/openapi.py) is built from ``METHODS`` too.
+- the OpenAPI description (api/openapi/description.py) is built from ``METHODS`` too.
 
 A (route, method, verb) declared twice is an error at import, so each table has exactly one entry per method.
 """
@@ -18,17 +18,17 @@ from chalice.app import Request, Response
 
 from chalicelib.api import (
     account_handlers,
-    ams_handlers,
-    ams_schemas,
     handlers,
     jwks,
-    openapi_page,
     operations,
     schema_handlers,
     snapshot_handlers,
 )
 from chalicelib.api import permissions as P
+from chalicelib.api.ams import handlers as ams_handlers
+from chalicelib.api.ams import schema_handlers as ams_schema_handlers
 from chalicelib.api.methods import Method
+from chalicelib.api.openapi import page as openapi_page
 from chalicelib.api.permissions import Rule
 
 
@@ -64,7 +64,7 @@ METHODS: tuple[Method, ...] = (
     *handlers.METHODS,
     *snapshot_handlers.METHODS,
     *schema_handlers.METHODS,
-    *ams_schemas.METHODS,
+    *ams_schema_handlers.METHODS,
     *ams_handlers.METHODS,
     *account_handlers.METHODS,
     *operations.METHODS,

@@ -16,9 +16,10 @@ from urllib.parse import unquote
 
 from chalice.app import Request, Response
 
-from chalicelib.api import ams_handlers, registry
 from chalicelib.api import permissions as P
+from chalicelib.api import registry
 from chalicelib.api.account_requests import PROFILE
+from chalicelib.api.ams import handlers as ams_handlers
 from chalicelib.api.auth import authorize, credentials
 from chalicelib.api.dialect import Dialect, dialect_of
 from chalicelib.api.handlers import Incoming, Result

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from chalicelib.api import parsing
 from chalicelib.api import permissions as P
-from chalicelib.api import requests
 from chalicelib.api.handlers import Incoming, Result
 from chalicelib.api.methods import Method
 from chalicelib.api.references import authorized
@@ -19,8 +19,8 @@ from chalicelib.api.schema_requests import (
     view,
     wrapped_schema,
 )
-from chalicelib.core.responses import EMPTY
 from chalicelib.core.schemas.model import ShownSchema, View
+from chalicelib.core.wire.responses import EMPTY
 from chalicelib.runtime import services
 
 SchemaHandler = Callable[[SchemaRef, Incoming], Result]
@@ -35,7 +35,7 @@ def create_schema(project: str, incoming: Incoming) -> Result:
 
 def list_schemas(project: str, incoming: Incoming) -> Result:
     shown = view(incoming.params, View.BASIC)
-    page = services().schemas.list(project, requests.page_request(incoming.params))
+    page = services().schemas.list(project, parsing.page_request(incoming.params))
     return page.map(lambda record: ShownSchema(record.head, shown))
 
 
@@ -71,7 +71,7 @@ def rollback_schema(ref: SchemaRef, incoming: Incoming) -> Result:
 
 def list_revisions(ref: SchemaRef, incoming: Incoming) -> Result:
     shown = view(incoming.params, View.BASIC)
-    page = services().schemas.list_revisions(ref.name, requests.page_request(incoming.params))
+    page = services().schemas.list_revisions(ref.name, parsing.page_request(incoming.params))
     return page.map(lambda revision: ShownSchema(revision, shown))
 
 

@@ -8,7 +8,6 @@ from typing import Any
 
 from chalicelib.core import names
 from chalicelib.core.errors import InvalidArgument
-from chalicelib.core.messages import decode_data
 from chalicelib.core.names import Name
 from chalicelib.core.schemas.model import (
     SchemaSpec,
@@ -21,6 +20,7 @@ from chalicelib.core.schemas.model import (
     split_revision,
 )
 from chalicelib.core.timefmt import parse_timestamp
+from chalicelib.core.wire.messages import decode_data
 
 _SCHEMA_FIELDS = {"name", "type", "definition", "revisionId", "revision_id", "revisionCreateTime",
                   "revision_create_time"}

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+from chalicelib.api import parsing, snapshot_requests
 from chalicelib.api import permissions as P
-from chalicelib.api import requests, snapshot_requests
 from chalicelib.api.handlers import Incoming, Result
 from chalicelib.api.methods import Method
 from chalicelib.api.references import authorized
 from chalicelib.core.names import Name
-from chalicelib.core.responses import EMPTY
+from chalicelib.core.wire.responses import EMPTY
 from chalicelib.runtime import services
 
 
@@ -32,11 +32,11 @@ def delete_snapshot(name: Name, incoming: Incoming) -> Result:
 
 
 def list_snapshots(project: str, incoming: Incoming) -> Result:
-    return services().snapshots.list_project(project, requests.page_request(incoming.params))
+    return services().snapshots.list_project(project, parsing.page_request(incoming.params))
 
 
 def topic_snapshots(name: Name, incoming: Incoming) -> Result:
-    return services().snapshots.list_topic(name, requests.page_request(incoming.params))
+    return services().snapshots.list_topic(name, parsing.page_request(incoming.params))
 
 
 SNAP, PAGE = "snapshots", ("pageSize", "pageToken")

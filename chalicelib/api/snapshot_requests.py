@@ -1,4 +1,4 @@
-"""Request bodies of ``:seek`` and the snapshot methods parsed into typed values (core/snapshots.py)."""
+"""Request bodies of ``:seek`` and the snapshot methods parsed into typed values (core/wire/requests.py)."""
 
 from __future__ import annotations
 
@@ -6,16 +6,10 @@ from typing import Any
 
 from chalicelib.core import names
 from chalicelib.core.errors import InvalidArgument
-from chalicelib.core.models import mask_paths, parse_model
 from chalicelib.core.names import Name
-from chalicelib.core.snapshots import (
-    CreateSnapshotBody,
-    CreateSnapshotRequest,
-    SeekRequest,
-    Snapshot,
-    UpdateSnapshotRequest,
-)
 from chalicelib.core.timefmt import parse_timestamp
+from chalicelib.core.wire.models import CreateSnapshotBody, Snapshot, mask_paths, parse_model
+from chalicelib.core.wire.requests import CreateSnapshotRequest, SeekRequest, UpdateSnapshotRequest
 
 SNAPSHOT_UPDATABLE = {"labels": "labels", "expire_time": "expire_time"}
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from chalicelib.core.models import Subscription, Topic
 from chalicelib.core.names import DELETED_TOPIC
+from chalicelib.core.wire.models import Subscription, Topic
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from chalicelib.core.policy import past_max_attempts
+from chalicelib.core.queueing.deadletter import past_max_attempts
 from chalicelib.core.records import SubscriptionRecord
 from chalicelib.service.delivery import Delivery
 

@@ -23,15 +23,15 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from chalicelib.core import live, names
-from chalicelib.core.backoff import NACK_FLOOR, PushThrottle, ThrottleState
-from chalicelib.core.last_attempt import is_last_attempt
+from chalicelib.core.queueing.backoff import NACK_FLOOR, PushThrottle, ThrottleState
+from chalicelib.core.queueing.deadletter import is_last_attempt
 from chalicelib.core.records import SubscriptionRecord
 from chalicelib.delivery import ams_batches, lanes
 from chalicelib.delivery.push_request import Item, Poster, build_batch_request, build_request, http_poster
 from chalicelib.delivery.scheduler import ACKED, Batch, Clock, Outcome, Scheduler
 from chalicelib.service.ams import push_ready
 from chalicelib.service.context import Context
-from chalicelib.service.deadletter import parked_seconds
+from chalicelib.service.deadletter import DeadLetters, parked_seconds
 from chalicelib.service.delivery import Delivery, Steps, SubscriptionCache, decode
 from chalicelib.service.publish import PublishService
 from chalicelib.service.push_config import endpoint_allowed, push_token
@@ -49,7 +49,8 @@ class PushDelivery:
     def __init__(self, ctx: Context, post: Poster | None = None, sleep: Callable[[float], None] = time.sleep,
                  workers: int = 32, monotonic: Clock = time.monotonic) -> None:
         self.ctx = ctx
-        self.steps = Steps(ctx, PublishService(ctx).append)
+        self.steps = Steps(ctx)
+        self.dead_letters = DeadLetters(ctx, PublishService(ctx).append)
         self.subscriptions = SubscriptionCache(ctx, CACHE_TTL, monotonic)
         self.monotonic = monotonic
         self._post = post or http_poster(ctx.resolver)
@@ -143,7 +144,7 @@ class PushDelivery:
             log.error("body of message %s is no longer stored", d.message_id)
             batch.results[d.key] = Outcome(False, rec.spec.ack_deadline)
         if sorted_.dead:
-            out = self.steps.dead_letter(rec, sorted_.dead)
+            out = self.dead_letters.forward(rec, sorted_.dead)
             batch.results.update({d.key: ACKED for d in out.removed})
             batch.results.update({d.key: Outcome(False, parked_seconds(self.ctx)) for d in out.parked})
         size = ams_batches.chunk_size(rec)
@@ -156,7 +157,7 @@ class PushDelivery:
         ended = [d for d in batch.deliveries if d.key in batch.pushed and d.data is not None
                  and not batch.results.get(d.key, ACKED).acked and is_last_attempt(rec, d.attempt)]
         if ended:
-            out = self.steps.dead_letter(rec, ended, ended=True)
+            out = self.dead_letters.forward(rec, ended, ended=True)
             batch.results.update({d.key: ACKED for d in out.removed})
             batch.results.update({d.key: Outcome(False, parked_seconds(self.ctx)) for d in out.parked})
 

@@ -10,9 +10,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from chalicelib.core import envelope
 from chalicelib.core.errors import InvalidArgument
-from chalicelib.core.policy import max_attempts
+from chalicelib.core.queueing import envelope
+from chalicelib.core.queueing.deadletter import max_attempts
 from chalicelib.core.records import SubscriptionRecord
 from chalicelib.core.timefmt import format_timestamp, parse_timestamp
 from chalicelib.store import http_client

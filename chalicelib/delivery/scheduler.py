@@ -15,8 +15,8 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from chalicelib.core.backoff import PushThrottle
-from chalicelib.core.policy import nack_delay
+from chalicelib.core.queueing.backoff import PushThrottle
+from chalicelib.core.queueing.retry import nack_delay
 from chalicelib.core.records import SubscriptionRecord
 from chalicelib.service.delivery import Delivery
 

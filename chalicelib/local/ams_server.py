@@ -27,6 +27,8 @@ class AmsEventConverter(LambdaEventConverter):
 
 
 class AmsRequestHandler(RequestHandler):
+    serves_grpc = False
+
     def __init__(self, request: bytes, client_address: tuple[str, int], server: HTTPServer, app_object: Chalice,
                  config: ChaliceConfig) -> None:
         self.local_gateway = LocalGateway(app_object, config)

@@ -16,6 +16,7 @@ import socket
 import struct
 import threading
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -131,8 +132,10 @@ def _read_exactly(client: socket.socket, size: int) -> bytes:
     return data
 
 
-def start_grpc_server(address: str = "127.0.0.1:0", workers: int = 256) -> tuple[Any, int] | None:
-    """The gRPC server, by default on a loopback port of its own (None where its packages are missing)."""
+def start_grpc_server(address: str = "127.0.0.1:0", workers: int = 256,
+                      interceptors: Sequence[Any] = ()) -> tuple[Any, int] | None:
+    """The gRPC server, by default on a loopback port of its own (None where its packages are missing);
+    ``interceptors`` are the server's (the container's cap on open streams, chalicelib/container/streams.py)."""
     try:
         import grpc
         from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -143,6 +146,7 @@ def start_grpc_server(address: str = "127.0.0.1:0", workers: int = 256) -> tuple
         log.warning("gRPC is not served: %s (install requirements-run.txt)", missing)
         return None
     server = grpc.server(ThreadPoolExecutor(max_workers=workers, thread_name_prefix="grpc"),
+                         interceptors=list(interceptors),
                          options=[("grpc.keepalive_permit_without_calls", 1),
                                   ("grpc.http2.min_ping_interval_without_data_ms", 10_000)])
     server.add_generic_rpc_handlers(generic_handlers())

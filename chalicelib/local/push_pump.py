@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 from chalicelib.config import Config
 from chalicelib.core import names
-from chalicelib.core.backoff import PushThrottle
+from chalicelib.core.queueing.backoff import PushThrottle
 from chalicelib.core.records import SubscriptionRecord
 from chalicelib.service.context import Clock, Context
 from chalicelib.service.push_config import token_signer

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import socket
 import threading
 from http import HTTPStatus
 from pathlib import Path
@@ -23,7 +24,7 @@ from chalice.local import (
 from chalicelib import config as metro_config
 from chalicelib import runtime
 from chalicelib.core.errors import InvalidArgument, MetroError, NotFound
-from chalicelib.delivery import handlers
+from chalicelib.delivery import event_handlers as handlers
 from chalicelib.local import faults, grpc_edge
 from chalicelib.local.bootstrap import bootstrap
 from chalicelib.local.invoke_pump import InvokePump
@@ -43,9 +44,13 @@ class RequestHandler(ChaliceRequestHandler):
     opens with the HTTP/2 preface goes to the gRPC server (chalicelib/local/grpc_edge.py)."""
 
     grpc_port: int | None = None  # set when the stack serves gRPC
+    serves_grpc = True  # the plain-HTTP port only: the AMS dialect's TLS port never sees a preface in clear
 
     def handle(self) -> None:
-        if grpc_edge.opens_http2(self.connection):
+        # Headers and body leave in two writes: without TCP_NODELAY, Nagle's algorithm and the client's delayed
+        # acknowledgement hold every answer on a kept-alive connection about 40 ms.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if self.serves_grpc and grpc_edge.opens_http2(self.connection):
             if self.grpc_port:
                 grpc_edge.splice(self.connection, self.grpc_port)
             else:

@@ -1,7 +1,7 @@
 """Authentication and authorization: who a token is, and whether that principal may do an action.
 
 ``METRO_AUTH=open``: every request acts as service_admin and no store is read. ``keys``: a token is
-resolved to its user through a keyed hash (core/identity.TokenHasher); ``METRO_ADMIN_KEY`` is the
+resolved to its user through a keyed hash (core/access/identity.TokenHasher); ``METRO_ADMIN_KEY`` is the
 bootstrap service admin. The principal of a token hash and the ACL of a resource are cached for
 ``METRO_AUTH_CACHE_SECONDS`` (at most 60), so a warm process adds no DynamoDB read per request; a refresh,
 a deletion or an ACL change made through this process is seen at once, through another within the bound.
@@ -12,9 +12,8 @@ It also serves the ACL views: AMS's ``:acl`` / ``:modifyAcl`` and Google's IAM p
 
 from __future__ import annotations
 
-from chalicelib.core.accounts import ACL_ROLE, AuthorizedUsers, Permissions, Policy, policy_etag
-from chalicelib.core.errors import Aborted, NotFound, PermissionDenied, Unauthenticated
-from chalicelib.core.identity import (
+from chalicelib.core.access.accounts import ACL_ROLE, AuthorizedUsers, Permissions, Policy, policy_etag
+from chalicelib.core.access.identity import (
     IAM_PERMISSIONS,
     MAX_TOKEN_CHARS,
     OPEN_PRINCIPAL,
@@ -26,9 +25,10 @@ from chalicelib.core.identity import (
     needs_acl,
     same_secret,
 )
+from chalicelib.core.errors import Aborted, NotFound, PermissionDenied, Unauthenticated
 from chalicelib.core.names import Name
-from chalicelib.core.requests import AclRequest, PermissionsQuery
 from chalicelib.core.ttlcache import TtlCache
+from chalicelib.core.wire.requests import AclRequest, PermissionsQuery
 from chalicelib.service.context import Context
 
 ADMIN_NAME = "service-admin"

@@ -1,5 +1,5 @@
 """Projects, users and project members (ARGO Messaging Service's users and projects API), and the service
-accounts a project's push subscriptions may name. Tokens are made here and shown once (core/identity.py).
+accounts a project's push subscriptions may name. Tokens are made here and shown once (core/access/identity.py).
 """
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import dataclasses
 import uuid
 from collections.abc import Callable, Iterable
 
-from chalicelib.core import push_identities
-from chalicelib.core.accounts import (
+from chalicelib.core.access import push_identities
+from chalicelib.core.access.accounts import (
     Project,
     ProjectList,
     ProjectRoles,
@@ -19,10 +19,10 @@ from chalicelib.core.accounts import (
     UserView,
     service_admin_user,
 )
+from chalicelib.core.access.identity import Principal, new_token
 from chalicelib.core.errors import InvalidArgument, NotFound, PermissionDenied
-from chalicelib.core.identity import Principal, new_token
-from chalicelib.core.pagetokens import PageTokens
-from chalicelib.core.requests import PageRequest, ProjectRequest, PushIdentitiesRequest, RolesRequest, UserRequest
+from chalicelib.core.wire.pagetokens import PageTokens
+from chalicelib.core.wire.requests import PageRequest, ProjectRequest, PushIdentitiesRequest, RolesRequest, UserRequest
 from chalicelib.service.access import AccessService
 from chalicelib.service.context import Context
 

@@ -1,6 +1,6 @@
 """Resource administration: topics and subscriptions (create, get, patch, list, delete, detach, modifyPushConfig).
 
-Every method takes values the api layer already parsed (core/requests.py, core/models.py) and
+Every method takes values the api layer already parsed (core/wire/requests.py, core/wire/models.py) and
 returns typed values: Topic, SubscriptionRecord, a Page of either, or None for Google's Empty.
 """
 
@@ -10,16 +10,16 @@ from collections.abc import Mapping
 
 from chalicelib.core import names
 from chalicelib.core.errors import Aborted, AlreadyExists, NotFound
-from chalicelib.core.models import Subscription, Topic
 from chalicelib.core.names import DELETED_TOPIC, Name
 from chalicelib.core.records import SubscriptionRecord, TopicRecord
-from chalicelib.core.requests import (
+from chalicelib.core.wire.models import Subscription, Topic
+from chalicelib.core.wire.requests import (
     ModifyPushConfigRequest,
     PageRequest,
     UpdateSubscriptionRequest,
     UpdateTopicRequest,
 )
-from chalicelib.core.responses import Page
+from chalicelib.core.wire.responses import Page
 from chalicelib.service import push_config, quotas
 from chalicelib.service.checks import check_subscription
 from chalicelib.service.context import Context

@@ -7,14 +7,15 @@ Everything else an AMS client does goes through the same services as Google's cl
 
 from __future__ import annotations
 
-from chalicelib.core import ams, limits, usage
-from chalicelib.core.ams import AUTOGEN, AmsPushRequest
+from chalicelib.core import limits, usage
 from chalicelib.core.errors import FailedPrecondition, InvalidArgument
-from chalicelib.core.models import AmsPush, Subscription
 from chalicelib.core.names import Name
 from chalicelib.core.records import SubscriptionRecord
-from chalicelib.core.requests import UpdateSubscriptionRequest
-from chalicelib.core.responses import MetricsResponse
+from chalicelib.core.wire import ams
+from chalicelib.core.wire.ams import AUTOGEN, AmsPushRequest
+from chalicelib.core.wire.models import AmsPush, Subscription
+from chalicelib.core.wire.requests import UpdateSubscriptionRequest
+from chalicelib.core.wire.responses import MetricsResponse
 from chalicelib.service.admin import AdminService
 from chalicelib.service.context import Context
 from chalicelib.store.resolver import strict_rules

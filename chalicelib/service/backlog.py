@@ -3,7 +3,7 @@
 Every waiting message is received (ten per ReceiveMessage) and held hidden until :func:`release` hands
 back the ones that stay (one ChangeMessageVisibilityBatch per ten); a held message is not received twice,
 so the scan ends. These receives are not delivery attempts: they are recorded as skipped receives for the
-subscriptions that count attempts (service/deadletter.Attempts). Messages a subscriber holds (leased,
+subscriptions that count attempts (service/delivery.Attempts). Messages a subscriber holds (leased,
 not yet acknowledged) are not visible and are not part of the result.
 """
 
@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from chalicelib.core import envelope
+from chalicelib.core.queueing import envelope
 from chalicelib.core.records import SubscriptionRecord
 from chalicelib.service.context import Context
-from chalicelib.service.deadletter import Attempts
+from chalicelib.service.delivery import Attempts
 from chalicelib.store.queues import Received
 
 HOLD_SECONDS = 300  # how long held messages stay hidden if the caller fails before releasing them

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from chalicelib.core import limits, names
 from chalicelib.core.errors import InvalidArgument, NotFound
-from chalicelib.core.filters import parse_filter
-from chalicelib.core.models import Subscription
+from chalicelib.core.queueing.filters import parse_filter
+from chalicelib.core.wire.models import Subscription
 from chalicelib.service.context import Context
 
 

@@ -13,14 +13,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from chalicelib.config import Config
-from chalicelib.core.ackids import AckIdCodec
 from chalicelib.core.ids import IdSource
+from chalicelib.core.queueing.ackids import AckIdCodec
 from chalicelib.store.counters import CounterStore
+from chalicelib.store.deadletter import LastAttemptStore
 from chalicelib.store.health import StoreProbes
 from chalicelib.store.history import TopicHistory
 from chalicelib.store.identity import IdentityStore
 from chalicelib.store.invoker import AsyncInvoker
-from chalicelib.store.last_attempts import LastAttemptStore
 from chalicelib.store.leases import ExactLeases, SkipStore
 from chalicelib.store.log import MessageLog
 from chalicelib.store.log_bounds import LogBounds

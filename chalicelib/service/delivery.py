@@ -1,8 +1,11 @@
 """The delivery steps pull and push share, over one value per received message (:class:`Delivery`).
 
-decode -> attempts (one skip read per batch) -> dead-letter (past maxDeliveryAttempts) -> [pull:
-exactly-once claim] -> bodies (inline; one S3 range GET per raw object; the Parquet archive once
+decode -> attempts (one skip read per batch) -> dead-letter (past maxDeliveryAttempts, service/deadletter.py)
+-> [pull: exactly-once claim] -> bodies (inline; one S3 range GET per raw object; the Parquet archive once
 compaction deleted the raw object) -> deliver -> activity mark (one write per subscription per hour).
+
+deliveryAttempt is SQS's ApproximateReceiveCount minus the receives that were not deliveries (:class:`Attempts`,
+over the SkipStore).
 """
 
 from __future__ import annotations
@@ -11,14 +14,14 @@ import logging
 import threading
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from chalicelib.core import envelope, names
-from chalicelib.core.policy import past_max_attempts
+from chalicelib.core import names
+from chalicelib.core.queueing import envelope
+from chalicelib.core.queueing.deadletter import tracks_attempts
 from chalicelib.core.records import SubscriptionRecord
 from chalicelib.core.ttlcache import TtlCache
 from chalicelib.service.context import Context
-from chalicelib.service.deadletter import Attempts, DeadLetters, Republish
 
 log = logging.getLogger("metro.delivery")
 
@@ -64,21 +67,34 @@ def decode(body: str, receipt: str, receive_count: int, key: str = "", group: st
     return Delivery(receipt, receive_count, env, len(body), key or receipt, group)
 
 
-@dataclass
-class DeadLettered:
-    """The outcome of forwarding: ``removed`` leave the source queue, ``parked`` wait there."""
+class Attempts:
+    """Turns receive counts into delivery attempts, and remembers receives that were not deliveries."""
 
-    removed: list[Delivery] = field(default_factory=list)
-    parked: list[Delivery] = field(default_factory=list)
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+
+    def skips(self, rec: SubscriptionRecord, counts: Sequence[tuple[str, int]]) -> dict[str, int]:
+        """Skipped receives per message id, for (message id, receive count) pairs; one read per batch."""
+        wanted = [mid for mid, count in counts if count > 1]
+        if not wanted or not tracks_attempts(rec):
+            return {}
+        return self.ctx.skips.get(rec.name, rec.queue_gen, wanted)
+
+    def skipped(self, rec: SubscriptionRecord, previous: dict[str, int]) -> None:
+        """These messages (id -> skips so far) were received and handed back undelivered: count one more."""
+        if not previous or not tracks_attempts(rec):
+            return
+        expires = int(self.ctx.clock() + rec.spec.retention_seconds)
+        self.ctx.skips.put(rec.name, rec.queue_gen, {mid: n + 1 for mid, n in previous.items()}, expires)
 
 
 class Steps:
-    """The shared delivery steps of one process (pull service or push handler)."""
+    """The shared delivery steps of one process (pull service, push handler, dead-letter sweep); forwarding to
+    the dead-letter topic is service/deadletter.py's."""
 
-    def __init__(self, ctx: Context, republish: Republish) -> None:
+    def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
         self.attempts = Attempts(ctx)
-        self.dead_letters = DeadLetters(ctx, republish)
         self.activity = ActivityMark(ctx)
 
     def count_attempts(self, rec: SubscriptionRecord, deliveries: Sequence[Delivery]) -> None:
@@ -91,20 +107,6 @@ class Steps:
     def skipped(self, rec: SubscriptionRecord, deliveries: Sequence[Delivery]) -> None:
         """These were received and handed back undelivered: not delivery attempts."""
         self.attempts.skipped(rec, {d.message_id: d.skips for d in deliveries if d.env is not None})
-
-    @staticmethod
-    def due_for_dead_letter(rec: SubscriptionRecord, deliveries: Sequence[Delivery]) -> list[Delivery]:
-        return [d for d in deliveries if d.env is not None and past_max_attempts(rec, d.attempt)]
-
-    def dead_letter(self, rec: SubscriptionRecord, due: Sequence[Delivery], ended: bool = False) -> DeadLettered:
-        """Forward messages past maxDeliveryAttempts (their bodies fetched) to the dead-letter topic: due for
-        one attempt more, or (``ended``) at the end of their last attempt."""
-        out = DeadLettered()
-        for d in due:
-            assert d.env is not None and d.data is not None
-            forwarded = self.dead_letters.forward(rec, d.env, d.data, d.attempt if ended else d.attempt - 1)
-            (out.removed if forwarded.removes else out.parked).append(d)
-        return out
 
     def fetch_bodies(self, deliveries: Sequence[Delivery]) -> None:
         """Fill in ``data``: inline bodies as they are, S3 bodies with one range GET per raw object, the

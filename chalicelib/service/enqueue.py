@@ -4,7 +4,7 @@ Used by publish (direct fan-out, the normal path) and by the stream's fan-out ha
 publish could not fan out itself). Small bodies are copied inline into the queue message; large ones
 travel as an S3 pointer and are read with a range GET when delivered. Whether a message fits is decided
 by the size SQS counts for its whole queue body (attributes, ordering key and escapes included; see
-core/sqs_limits.py), not by its data alone. Every SendMessageBatch of every subscription runs
+core/queueing/sqs_limits.py), not by its data alone. Every SendMessageBatch of every subscription runs
 concurrently. A message SQS refuses as invalid (never expected: bodies are escaped and ids made valid)
 is logged and counted in the ``FanOutMessagesRefused`` metric instead of stalling every later request.
 """
@@ -16,8 +16,9 @@ import logging
 
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
-from chalicelib.core import envelope, ids, payload, sqs_limits
-from chalicelib.core.filters import Filter, parse_filter
+from chalicelib.core import ids, payload
+from chalicelib.core.queueing import envelope, sqs_limits
+from chalicelib.core.queueing.filters import Filter, parse_filter
 from chalicelib.core.records import LogEntry, SubscriptionRecord
 from chalicelib.service.context import Context
 from chalicelib.store.queues import Outgoing

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 
-from chalicelib.core.health import ServiceStatus
+from chalicelib.core.wire.responses import ServiceStatus
 from chalicelib.service.context import Context
 
 STATUS_CACHE_SECONDS = 5.0

@@ -1,15 +1,15 @@
-"""AMS's ``:offsets``, ``:timeToOffset`` and ``:modifyOffset`` on Metro's model (core/offsets.py): an offset is
+"""AMS's ``:offsets``, ``:timeToOffset`` and ``:modifyOffset`` on Metro's model (core/replay/offsets.py): an offset is
 a publish time in epoch milliseconds, and moving the offset is a seek to that time (service/seek.py)."""
 
 from __future__ import annotations
 
 from chalicelib.core import ids, names
-from chalicelib.core.models import Subscription
 from chalicelib.core.names import Name
-from chalicelib.core.offsets import OffsetAnswer, Offsets, check_offset, offsets
 from chalicelib.core.records import SubscriptionRecord
-from chalicelib.core.requests import UpdateSubscriptionRequest
-from chalicelib.core.seek import earliest_retained
+from chalicelib.core.replay.offsets import OffsetAnswer, Offsets, check_offset, offsets
+from chalicelib.core.replay.seek import earliest_retained
+from chalicelib.core.wire.models import Subscription
+from chalicelib.core.wire.requests import UpdateSubscriptionRequest
 from chalicelib.service.admin import AdminService
 from chalicelib.service.context import Context
 from chalicelib.service.seek import SeekService

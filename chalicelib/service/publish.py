@@ -20,12 +20,12 @@ from collections.abc import Sequence
 
 from chalicelib.core import ids, limits, live, payload
 from chalicelib.core.errors import MetroError
-from chalicelib.core.messages import NewMessage
 from chalicelib.core.names import Name
 from chalicelib.core.records import LogEntry
-from chalicelib.core.requests import PublishRequest
-from chalicelib.core.responses import PublishResponse
 from chalicelib.core.timefmt import format_timestamp_us, parse_duration
+from chalicelib.core.wire.messages import NewMessage
+from chalicelib.core.wire.requests import PublishRequest
+from chalicelib.core.wire.responses import PublishResponse
 from chalicelib.service.context import Context
 from chalicelib.service.enqueue import enqueue
 from chalicelib.service.schema_topics import TopicSchemas

@@ -13,18 +13,18 @@ import time
 from collections.abc import Callable, Sequence
 
 from chalicelib.core import limits, live
-from chalicelib.core.ackids import AckId
 from chalicelib.core.errors import FailedPrecondition, InvalidArgument
 from chalicelib.core.names import Name
-from chalicelib.core.policy import expiry_visibility, nack_delay, redelivery_visibility, reports_attempts
-from chalicelib.core.pulled import Empty, PullResponse, ReceivedMessage
+from chalicelib.core.queueing.ackids import AckId
+from chalicelib.core.queueing.deadletter import reports_attempts
+from chalicelib.core.queueing.retry import expiry_visibility, nack_delay, redelivery_visibility
 from chalicelib.core.records import SubscriptionRecord
-from chalicelib.core.requests import AcknowledgeRequest, ModifyAckDeadlineRequest, PullRequest
 from chalicelib.core.timefmt import format_timestamp, parse_timestamp
+from chalicelib.core.wire.requests import AcknowledgeRequest, ModifyAckDeadlineRequest, PullRequest
+from chalicelib.core.wire.responses import Empty, PullResponse, ReceivedMessage
 from chalicelib.service.context import Context
-from chalicelib.service.deadletter import parked_seconds
+from chalicelib.service.deadletter import DeadLetters, LastAttempts, parked_seconds
 from chalicelib.service.delivery import Delivery, Steps, decode
-from chalicelib.service.last_attempts import LastAttempts
 from chalicelib.service.publish import PublishService
 from chalicelib.store.leases import exact_key
 
@@ -35,8 +35,9 @@ class PullService:
     def __init__(self, ctx: Context, monotonic: Callable[[], float] = time.monotonic,
                  sleep: Callable[[float], None] = time.sleep) -> None:
         self.ctx = ctx
-        self.steps = Steps(ctx, PublishService(ctx).append)
-        self.last_attempts = LastAttempts(ctx, self.steps)
+        self.steps = Steps(ctx)
+        self.dead_letters = DeadLetters(ctx, PublishService(ctx).append)
+        self.last_attempts = LastAttempts(ctx, self.steps, self.dead_letters)
         self.monotonic = monotonic
         self.sleep = sleep
 
@@ -84,12 +85,12 @@ class PullService:
 
     def _dead_letter(self, rec: SubscriptionRecord, deliveries: list[Delivery]) -> list[Delivery]:
         """Forward messages past maxDeliveryAttempts instead of delivering them; drop undecodable ones."""
-        due = self.steps.due_for_dead_letter(rec, deliveries)
+        due = self.dead_letters.due(rec, deliveries)
         undecodable = [d for d in deliveries if d.env is None]
         if not due and not undecodable:
             return deliveries
         self._require_bodies(due)
-        out = self.steps.dead_letter(rec, due)
+        out = self.dead_letters.forward(rec, due)
         removed = [d.receipt for d in [*out.removed, *undecodable]]
         if removed:
             self.ctx.queues.delete_batch(rec.queue_url, removed)

@@ -2,7 +2,7 @@
 
 Hooks called by the admin use cases (service/admin.py, which also owns ``:modifyPushConfig``):
 
-- :func:`validate` on create and update: the endpoint must pass core/endpoints.py (https and a
+- :func:`validate` on create and update: the endpoint must pass core/access/endpoints.py (https and a
   public address under the strict rules, ``METRO_PUSH_ALLOW_LIST`` lifting the address rule; never
   one of Metro's own ports or its AWS emulator's), an
   ``oidcToken`` needs a service account email and a signing key (and, with ``METRO_AUTH=keys``, one
@@ -12,9 +12,9 @@ Hooks called by the admin use cases (service/admin.py, which also owns ``:modify
   mapping of the subscription's queue in line with the subscription;
 - :func:`settle_ams_push` on every update: a subscription with AMS's push settings whose endpoint changes,
   through either dialect and any route, loses its verification and gets a new verification hash and
-  authorization value (core/ams.settled_push).
+  authorization value (core/wire/ams.settled_push).
 
-It also owns the push token signer (core/oidc.TokenSigner) shared by delivery and the JWKS route,
+It also owns the push token signer (core/access/oidc.TokenSigner) shared by delivery and the JWKS route,
 the tokens' cache, and the delivery-time endpoint check. It imports no other service module.
 """
 
@@ -24,13 +24,15 @@ import functools
 import logging
 
 from chalicelib.config import Config
-from chalicelib.core import ams, names, push_identities
-from chalicelib.core.endpoints import validate_push_endpoint
+from chalicelib.core import names
+from chalicelib.core.access import push_identities
+from chalicelib.core.access.endpoints import validate_push_endpoint
+from chalicelib.core.access.oidc import DEFAULT_LIFETIME, TokenSigner, generate_signing_key
 from chalicelib.core.errors import FailedPrecondition, InvalidArgument, PermissionDenied
-from chalicelib.core.models import Subscription
-from chalicelib.core.oidc import DEFAULT_LIFETIME, TokenSigner, generate_signing_key
 from chalicelib.core.records import SubscriptionRecord
 from chalicelib.core.ttlcache import TtlCache
+from chalicelib.core.wire import ams
+from chalicelib.core.wire.models import Subscription
 from chalicelib.service.context import Context
 from chalicelib.store.push_state import queue_arn, queue_key
 from chalicelib.store.resolver import EndpointResolver, reserved, strict_rules
@@ -67,7 +69,7 @@ _TOKENS: TtlCache[tuple[str, str, str], str] = TtlCache(DEFAULT_LIFETIME - 300, 
 
 def service_account_allowed(config: Config, project: str, email: str) -> bool:
     """Whether push tokens of ``project``'s subscriptions may assert ``email``. In keys mode: only an account
-    the project owns (core/push_identities.py). In open mode: listed in METRO_PUSH_SERVICE_ACCOUNTS (plain,
+    the project owns (core/access/push_identities.py). In open mode: listed in METRO_PUSH_SERVICE_ACCOUNTS (plain,
     or for this project), or any email when that list is empty without the strict rules (as Google's emulator)."""
     if config.auth_mode == "keys":
         return push_identities.owned_by(project, email, config.push_service_accounts)

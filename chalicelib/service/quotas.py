@@ -8,7 +8,7 @@ not an exact ledger.
 
 from __future__ import annotations
 
-from chalicelib.core import quotas
+from chalicelib.core.access import quotas
 from chalicelib.core.names import Name
 from chalicelib.service.context import Context
 

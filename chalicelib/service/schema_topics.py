@@ -11,12 +11,12 @@ from collections.abc import Sequence
 
 from chalicelib.core import names
 from chalicelib.core.errors import InvalidArgument, NotFound
-from chalicelib.core.messages import NewMessage
-from chalicelib.core.models import SchemaSettings, Topic
 from chalicelib.core.names import Name
 from chalicelib.core.records import TopicRecord
 from chalicelib.core.schemas.compiled import CompiledCache, conforming
 from chalicelib.core.schemas.model import DELETED_SCHEMA, SchemaRevision, TopicSchema, parse_encoding
+from chalicelib.core.wire.messages import NewMessage
+from chalicelib.core.wire.models import SchemaSettings, Topic
 from chalicelib.service.context import Context
 
 SCHEMA_DELETED = "Schema associated with topic deleted."

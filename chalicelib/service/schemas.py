@@ -14,10 +14,7 @@ import uuid
 from chalicelib.core import names
 from chalicelib.core.errors import FailedPrecondition, InvalidArgument, NotFound
 from chalicelib.core.names import Name
-from chalicelib.core.pagetokens import PageTokens
 from chalicelib.core.records import TopicRecord
-from chalicelib.core.requests import PageRequest
-from chalicelib.core.responses import Page
 from chalicelib.core.schemas.compiled import CompiledCache, check_message, compile_spec
 from chalicelib.core.schemas.model import (
     DELETED_SCHEMA,
@@ -27,6 +24,9 @@ from chalicelib.core.schemas.model import (
     ValidateMessageRequest,
 )
 from chalicelib.core.timefmt import format_timestamp_us
+from chalicelib.core.wire.pagetokens import PageTokens
+from chalicelib.core.wire.requests import PageRequest
+from chalicelib.core.wire.responses import Page
 from chalicelib.service.context import Context
 
 MAX_REVISIONS = 20  # Google's limit on the revisions a schema holds at a time

@@ -1,4 +1,4 @@
-"""Seek: make a subscription's messages unacknowledged again from a time or a snapshot (core/seek.py).
+"""Seek: make a subscription's messages unacknowledged again from a time or a snapshot (core/replay/seek.py).
 
 A seek never purges a queue (SQS allows PurgeQueue once a minute, and a purge is not atomic): it fills a
 fresh queue generation with the messages the seek restores and then swaps it in, in one conditional write
@@ -29,13 +29,16 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from chalicelib.core import envelope, ids, names, seek_jobs, sqs_limits
+from chalicelib.core import ids, names
 from chalicelib.core.errors import FailedPrecondition, Unavailable
 from chalicelib.core.names import Name
+from chalicelib.core.queueing import envelope, sqs_limits
 from chalicelib.core.records import SubscriptionRecord
-from chalicelib.core.seek import Restore, earliest_retained, replays_acked
-from chalicelib.core.seek_jobs import FAILED, SUCCEEDED, SeekJob
-from chalicelib.core.snapshots import SeekRequest, SeekResponse
+from chalicelib.core.replay import seek_jobs
+from chalicelib.core.replay.seek import Restore, earliest_retained, replays_acked
+from chalicelib.core.replay.seek_jobs import FAILED, SUCCEEDED, SeekJob
+from chalicelib.core.wire.requests import SeekRequest
+from chalicelib.core.wire.responses import SeekResponse
 from chalicelib.service import push_config
 from chalicelib.service.backlog import hold_backlog, release
 from chalicelib.service.context import Context

@@ -15,11 +15,12 @@ import dataclasses
 import logging
 from typing import Any
 
-from chalicelib.core import names, seek_jobs
+from chalicelib.core import names
 from chalicelib.core.errors import MetroError, NotFound
 from chalicelib.core.records import SubscriptionRecord
-from chalicelib.core.seek import Restore
-from chalicelib.core.seek_jobs import FAILED, SUPERSEDED, SeekJob
+from chalicelib.core.replay import seek_jobs
+from chalicelib.core.replay.seek import Restore
+from chalicelib.core.replay.seek_jobs import FAILED, SUPERSEDED, SeekJob
 from chalicelib.service.context import Context
 from chalicelib.service.seek import SeekService, worker_event
 

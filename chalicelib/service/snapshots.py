@@ -12,11 +12,11 @@ from chalicelib.core import names
 from chalicelib.core.errors import AlreadyExists, FailedPrecondition, InvalidArgument
 from chalicelib.core.names import Name
 from chalicelib.core.records import SubscriptionRecord
-from chalicelib.core.requests import PageRequest
-from chalicelib.core.responses import Page
-from chalicelib.core.seek import key_bounds, snapshot_expiry
-from chalicelib.core.snapshots import CreateSnapshotRequest, Snapshot, UpdateSnapshotRequest
+from chalicelib.core.replay.seek import key_bounds, snapshot_expiry
 from chalicelib.core.timefmt import format_timestamp, parse_timestamp
+from chalicelib.core.wire.models import Snapshot
+from chalicelib.core.wire.requests import CreateSnapshotRequest, PageRequest, UpdateSnapshotRequest
+from chalicelib.core.wire.responses import Page
 from chalicelib.service.backlog import hold_backlog, release
 from chalicelib.service.context import Context
 from chalicelib.store.snapshots import SnapshotRecord, backlog_key

@@ -12,7 +12,7 @@ from typing import Any
 
 from chalicelib.core import names, usage
 from chalicelib.core.names import Name
-from chalicelib.core.responses import MetricsResponse
+from chalicelib.core.wire.responses import MetricsResponse
 from chalicelib.service import live_usage
 from chalicelib.service.context import Context
 

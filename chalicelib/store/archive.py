@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from chalicelib.core import archive_layout as layout
+from chalicelib.core.replay import archive_layout as layout
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa

@@ -1,5 +1,5 @@
 """The checked HTTP client: Metro's only outgoing HTTP, for push delivery (:func:`post`) and AMS's endpoint
-verification (:func:`get`), to a :class:`~chalicelib.core.endpoints.Target` that store/resolver.py checked.
+verification (:func:`get`), to a :class:`~chalicelib.core.access.endpoints.Target` that store/resolver.py checked.
 
 It connects only to the addresses that were checked (never resolving again): for https the TLS handshake
 still sends the host name (SNI) and verifies the certificate for it, and ``Host`` is the URL's host. After
@@ -22,7 +22,7 @@ from collections import OrderedDict
 
 from urllib3.util.wait import wait_for_read
 
-from chalicelib.core.endpoints import Address, Target
+from chalicelib.core.access.endpoints import Address, Target
 from chalicelib.store.http_answer import Deadline, read_answer
 
 MAX_DESTINATIONS = 64

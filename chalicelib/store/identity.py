@@ -1,11 +1,11 @@
 """Projects, users and token hashes in the resources table.
 
 Items (hash key ``pk``, range key ``sk``):
-- project: pk=``projects``       sk=``project#{name}``  doc (core/accounts.Project as JSON)
-- user:    pk=``users``          sk=``user#{name}``     doc (core/accounts.User as JSON), token_hash
+- project: pk=``projects``       sk=``project#{name}``  doc (core/access/accounts.Project as JSON)
+- user:    pk=``users``          sk=``user#{name}``     doc (core/access/accounts.User as JSON), token_hash
 - token:   pk=``token#{hash}``   sk=``token``           user (the name of the token's user)
 
-Only the keyed hash of a token is stored (core/identity.TokenHasher). A user and its token item change
+Only the keyed hash of a token is stored (core/access/identity.TokenHasher). A user and its token item change
 together, in one transaction: creating a user puts both, a refresh swaps the token item, a deletion
 removes both, so a token stops resolving the moment its user is deleted or refreshed.
 """
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from botocore.exceptions import ClientError
 
 from chalicelib.config import Config
-from chalicelib.core.accounts import Project, User
+from chalicelib.core.access.accounts import Project, User
 from chalicelib.core.errors import AlreadyExists, NotFound
 from chalicelib.store import aws
 from chalicelib.store.errors import aws_errors, client_error, code_of

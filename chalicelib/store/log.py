@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from chalicelib.config import Config
-from chalicelib.core import archive_layout as layout
 from chalicelib.core.errors import Unavailable
 from chalicelib.core.records import LogEntry
+from chalicelib.core.replay import archive_layout as layout
 from chalicelib.store import archive, aws
 from chalicelib.store.errors import aws_errors
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from chalicelib.core.errors import InvalidArgument
-from chalicelib.core.pagetokens import PageTokens
+from chalicelib.core.wire.pagetokens import PageTokens
 from chalicelib.store.errors import aws_errors
 
 if TYPE_CHECKING:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from chalicelib.config import Config
-from chalicelib.core.backoff import ThrottleState
+from chalicelib.core.queueing.backoff import ThrottleState
 from chalicelib.store import aws, batch
 from chalicelib.store.errors import aws_errors
 

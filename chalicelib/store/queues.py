@@ -1,6 +1,6 @@
 """Per-subscription SQS queues: every call here is a batch call where SQS has one.
 
-Sends keep within SQS's limits (core/sqs_limits.py): batches packed by count and bytes, bodies escaped,
+Sends keep within SQS's limits (core/queueing/sqs_limits.py): batches packed by count and bytes, bodies escaped,
 group and deduplication ids made valid, so a message Google accepts is one SQS accepts.
 """
 
@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, cast
 from botocore.exceptions import BotoCoreError, ClientError
 
 from chalicelib.config import Config
-from chalicelib.core import sqs_batches
 from chalicelib.core.errors import NotFound
-from chalicelib.core.sqs_batches import Outgoing
+from chalicelib.core.queueing import sqs_batches
+from chalicelib.core.queueing.sqs_batches import Outgoing
 from chalicelib.store import aws
 from chalicelib.store.errors import aws_errors, code_of
 from chalicelib.store.workers import Workers
@@ -145,7 +145,7 @@ class QueueStore:
     def send_all(self, jobs: Sequence[tuple[str, Sequence[Outgoing]]]) -> list[SendResult]:
         """Send every job's messages in SendMessageBatch calls within SQS's limits, calls concurrently.
 
-        Batches are packed by count and bytes (core/sqs_batches.py). A FIFO queue's batches go one after
+        Batches are packed by count and bytes (core/queueing/sqs_batches.py). A FIFO queue's batches go one after
         another (so each message group keeps its order), and after a batch that still fails the rest of
         that job is not sent. Entries SQS fails for a passing reason are sent again, alone, a few times;
         the ones that succeeded are not. Returns, per job, the indexes of its messages not enqueued

@@ -3,7 +3,7 @@ checked-target cache.
 
 ``getaddrinfo`` blocks and has no timeout of its own, so lookups run on the context's workers
 (store/workers.py) and the caller waits at most ``timeout`` seconds (then ``TimeoutError``, which
-core/endpoints.py turns into INVALID_ARGUMENT). A lookup that hangs keeps one worker busy, never the
+core/access/endpoints.py turns into INVALID_ARGUMENT). A lookup that hangs keeps one worker busy, never the
 caller; at most ``MAX_LOOKUPS`` run at once, so hanging lookups cannot take every worker.
 
 :meth:`EndpointResolver.checked` parses, resolves and checks an endpoint, remembers a successful result
@@ -21,7 +21,7 @@ import time
 from collections import OrderedDict
 
 from chalicelib.config import Config
-from chalicelib.core.endpoints import (
+from chalicelib.core.access.endpoints import (
     Reserved,
     Resolve,
     Target,
@@ -52,7 +52,7 @@ def strict_rules(config: Config) -> bool:
 
 
 def reserved(config: Config) -> Reserved:
-    """What no push may reach: Metro's own ports and its AWS emulator's (core/endpoints.Reserved)."""
+    """What no push may reach: Metro's own ports and its AWS emulator's (core/access/endpoints.Reserved)."""
     return reserved_destinations(config.own_ports, config.endpoint_url, deployed=config.deployed)
 
 

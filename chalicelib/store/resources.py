@@ -6,7 +6,7 @@ Items (hash key ``pk``, range key ``sk``):
 - topic index:  pk=``topic#{topic name}`` sk=``sub#{name}``  a copy of the subscription item
 
 Topic and subscription items also hold ``acl``: the uuids of the users allowed to publish to the topic or
-consume from the subscription (core/identity.py); it goes with the resource when the resource is deleted.
+consume from the subscription (core/access/identity.py); it goes with the resource when the resource is deleted.
 
 The index item lets fan-out find a topic's subscriptions (with everything it needs to deliver)
 in one strongly consistent Query. Subscription and index item change together, in one
@@ -24,11 +24,11 @@ from botocore.exceptions import ClientError
 
 from chalicelib.config import Config
 from chalicelib.core.errors import Aborted, AlreadyExists, NotFound
-from chalicelib.core.models import Subscription, Topic
 from chalicelib.core.names import COLLECTIONS, Name
-from chalicelib.core.pagetokens import PageTokens
 from chalicelib.core.records import SubscriptionRecord, TopicRecord
 from chalicelib.core.ttlcache import TtlCache
+from chalicelib.core.wire.models import Subscription, Topic
+from chalicelib.core.wire.pagetokens import PageTokens
 from chalicelib.store import aws, paging
 from chalicelib.store.errors import aws_errors, client_error, code_of
 from chalicelib.store.items import delete_existing

@@ -23,9 +23,9 @@ from botocore.exceptions import ClientError
 from chalicelib.config import Config
 from chalicelib.core.errors import AlreadyExists, NotFound
 from chalicelib.core.names import Name
-from chalicelib.core.pagetokens import PageTokens
 from chalicelib.core.schemas.model import SchemaRecord, SchemaRevision, SchemaType
 from chalicelib.core.ttlcache import TtlCache
+from chalicelib.core.wire.pagetokens import PageTokens
 from chalicelib.store import aws, batch, paging
 from chalicelib.store.errors import aws_errors, client_error, code_of
 from chalicelib.store.items import delete_existing

@@ -1,4 +1,4 @@
-"""The subscriptions' seeks (core/seek_jobs.SeekJob): one item per subscription in the resources table.
+"""The subscriptions' seeks (core/replay/seek_jobs.SeekJob): one item per subscription in the resources table.
 
 Item: pk=``seeks``, sk=``{subscription name}``; the job's fields, and ``ttl`` (DynamoDB TTL) a week after the
 seek ended. One partition holds every seek, so the maintenance schedule lists the running ones with one Query.
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from chalicelib.config import Config
-from chalicelib.core.seek_jobs import SeekJob
+from chalicelib.core.replay.seek_jobs import SeekJob
 from chalicelib.store import aws
 from chalicelib.store.errors import aws_errors, client_error, code_of
 

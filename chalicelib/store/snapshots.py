@@ -7,7 +7,7 @@ Items (hash key ``pk``, range key ``sk``):
 ``ts`` is when the snapshot was taken (epoch ms): every message of the topic published from then on
 belongs to it; ``backlog`` is the S3 key of the ids of the subscription's unacknowledged
 messages published before (JSON: ``{"ids": [...], "keys": {ordering key: epoch ms}}``, the keys' bounds being
-set for ordered subscriptions, core/seek.Restore). Snapshot and index item are written and deleted together,
+set for ordered subscriptions, core/replay/seek.Restore). Snapshot and index item are written and deleted together,
 in one transaction.
 An expired snapshot is gone for every reader at once; DynamoDB's TTL (``ttl``) deletes its items later, and the
 bucket's lifecycle rule deletes backlog objects 8 days after they were written (a snapshot lives at most 7).
@@ -24,8 +24,8 @@ from botocore.exceptions import ClientError
 from chalicelib.config import Config
 from chalicelib.core.errors import AlreadyExists, NotFound
 from chalicelib.core.names import Name
-from chalicelib.core.pagetokens import PageTokens
-from chalicelib.core.snapshots import Snapshot
+from chalicelib.core.wire.models import Snapshot
+from chalicelib.core.wire.pagetokens import PageTokens
 from chalicelib.store import aws, paging
 from chalicelib.store.errors import aws_errors, client_error, code_of
 

@@ -1,6 +1,6 @@
 """AMS's push endpoint verification: GET ``{scheme}://{host[:port]}/ams_verification_hash`` of a push
 endpoint with the checked HTTP client (store/http_client.py), connecting only to the addresses the endpoint
-rules checked (core/endpoints.py) and never to Metro's own ports.
+rules checked (core/access/endpoints.py) and never to Metro's own ports.
 
 The whole exchange (resolution, connect, TLS handshake, request, answer) has one deadline, counted on an
 injectable clock: every socket operation gets the time left as its timeout, so an endpoint that trickles
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import time
 
-from chalicelib.core.ams import VERIFICATION_PATH
-from chalicelib.core.endpoints import parse_push_endpoint, refuse_reserved
+from chalicelib.core.access.endpoints import parse_push_endpoint, refuse_reserved
+from chalicelib.core.wire.ams import VERIFICATION_PATH
 from chalicelib.store import http_client
 from chalicelib.store.http_answer import AnswerError, Clock, Deadline
 from chalicelib.store.resolver import EndpointResolver, reserved

@@ -97,14 +97,16 @@ def test_batched_publish_and_subscribe_of_thousands_without_loss(grpc_clients: C
     topic, sub = names
     grpc_clients.publisher.create_topic(name=topic)
     grpc_clients.subscriber.create_subscription(name=sub, topic=topic)
-    count = 3000
-    futures = [grpc_clients.batched.publish(topic, f"m{i}".encode(), n=str(i)) for i in range(count)]
-    ids = {f.result(timeout=60) for f in futures}
-    assert len(ids) == count
+    count = 10_000
     seen = Collector()
-    subscribe(sub, seen)
-    assert seen.until(count, timeout=240), f"{len(seen.seen)} of {count}"
+    subscribe(sub, seen)  # receiving while publishing, as a live consumer does
+    futures = [grpc_clients.batched.publish(topic, f"m{i}".encode(), n=str(i)) for i in range(count)]
+    ids = {f.result(timeout=120) for f in futures}
+    assert len(ids) == count
+    assert seen.until(count, timeout=400), f"{len(seen.seen)} of {count}"
     assert set(seen.seen) == ids
+    assert grpc_clients.subscriber.pull(subscription=sub, max_messages=10, return_immediately=True).received_messages \
+        == [], "every message was acknowledged once"
 
 
 def test_flow_control_is_never_exceeded(grpc_clients: Clients, names: tuple[str, str],

@@ -23,7 +23,8 @@ def test_the_stack_stops_on_a_signal(tmp_path: Path, sig: signal.Signals) -> Non
         assert requests.get(stack.url + "/", timeout=10).json()["ports"]["rest"] == int(stack.url.rsplit(":", 1)[1])
         log = (tmp_path / "metro.log").read_text()
         assert [line for line in log.splitlines() if line.startswith("Metro listening on ")] == [
-            f"Metro listening on {stack.url} (AWS: {stack.emulator_url}; auth: open: every caller is service_admin)"]
+            f"Metro listening on {stack.url} and gRPC (AWS: {stack.emulator_url}; auth: open: every caller is "
+            "service_admin)"]
         stack.process.send_signal(sig)
         assert stack.process.wait(timeout=20) == 0
         assert "Metro stopping" in (tmp_path / "metro.log").read_text()

@@ -106,7 +106,9 @@ def test_root_names_metro_its_ports_and_its_description(api: Api, stack: Running
     info = resp.json()
     assert (info["name"], info["docs"], info["openapi"]) == ("Metro", "/docs", "/openapi.json")
     assert info["ports"] == {"rest": int(stack.url.rsplit(":", 1)[1]), "ams": int(stack.ams_host.rsplit(":", 1)[1])}
-    assert "not served" in info["grpc"]
+    assert "PUBSUB_EMULATOR_HOST" in info["grpc"]
+    html = requests.get(stack.url + "/", headers={"Accept": "text/html,*/*;q=0.8"}, timeout=30)  # a browser's
+    assert html.headers["Content-Type"].startswith("text/html") and "/docs" in html.text
     for path in (info["docs"], info["openapi"]):
         assert api.call("GET", path).status_code == 200
 

@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from chalicelib.core.ams import AmsPushRequest
 from chalicelib.core.errors import FailedPrecondition
-from chalicelib.core.models import Subscription, Topic
+from chalicelib.core.wire.ams import AmsPushRequest
+from chalicelib.core.wire.models import Subscription, Topic
 from chalicelib.delivery.push import PushDelivery
 from chalicelib.runtime import Services
 from chalicelib.service import ams as ams_service

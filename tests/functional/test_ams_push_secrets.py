@@ -13,14 +13,15 @@ from collections.abc import Callable
 
 import pytest
 
-from chalicelib.api import ams_handlers, handlers
+from chalicelib.api import handlers
+from chalicelib.api.ams import handlers as ams_handlers
 from chalicelib.api.handlers import Incoming
-from chalicelib.core.ams import AmsPushRequest
+from chalicelib.core.access.identity import CONSUMER, PROJECT_ADMIN, PUBLISHER, SERVICE_ROLES, Principal
 from chalicelib.core.errors import Aborted
-from chalicelib.core.identity import CONSUMER, PROJECT_ADMIN, PUBLISHER, SERVICE_ROLES, Principal
-from chalicelib.core.models import AmsPush, PushConfig, Subscription, Topic
 from chalicelib.core.names import Name
-from chalicelib.core.requests import ModifyPushConfigRequest, UpdateSubscriptionRequest
+from chalicelib.core.wire.ams import AmsPushRequest
+from chalicelib.core.wire.models import AmsPush, PushConfig, Subscription, Topic
+from chalicelib.core.wire.requests import ModifyPushConfigRequest, UpdateSubscriptionRequest
 from chalicelib.delivery.push import PushDelivery
 from chalicelib.runtime import Services
 from chalicelib.service import ams as ams_service

@@ -10,16 +10,16 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from chalicelib.api.requests import subscription_request
-from chalicelib.core.last_attempt import LastAttempt
-from chalicelib.core.models import Topic
-from chalicelib.core.requests import AcknowledgeRequest, ModifyAckDeadlineRequest
+from chalicelib.api.parsing import subscription_request
+from chalicelib.core.queueing.deadletter import LastAttempt
+from chalicelib.core.wire.models import Topic
+from chalicelib.core.wire.requests import AcknowledgeRequest, ModifyAckDeadlineRequest
 from chalicelib.delivery.maintenance import sweep_dead_letters
 from chalicelib.delivery.push import PushDelivery
 from chalicelib.local.push_pump import lambda_record
 from chalicelib.runtime import Services
 from chalicelib.store import aws
-from chalicelib.store.last_attempts import LastAttemptStore
+from chalicelib.store.deadletter import LastAttemptStore
 from chalicelib.store.push_state import queue_arn
 from tests.functional.conftest import FakeClock
 from tests.functional.test_message_path import sub, topic

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from chalicelib.api.requests import publish_request, subscription_request
+from chalicelib.api.parsing import publish_request, subscription_request
 from chalicelib.core.errors import NotFound
-from chalicelib.core.models import Topic
 from chalicelib.core.records import LogEntry
-from chalicelib.core.requests import PullRequest
+from chalicelib.core.wire.models import Topic
+from chalicelib.core.wire.requests import PullRequest
 from chalicelib.delivery.fanout import FanOut
 from chalicelib.runtime import Services
 from chalicelib.store.log import entry_from_item

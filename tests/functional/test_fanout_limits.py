@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from chalicelib.api.requests import publish_request
+from chalicelib.api.parsing import publish_request
 from chalicelib.core import names
-from chalicelib.core.models import Subscription, Topic
-from chalicelib.core.requests import PullRequest
+from chalicelib.core.wire.models import Subscription, Topic
+from chalicelib.core.wire.requests import PullRequest
 from chalicelib.delivery.fanout import FanOut
 from chalicelib.runtime import Services
 from chalicelib.store import aws

@@ -159,7 +159,7 @@ def test_create_subscription_whose_answer_was_lost_keeps_its_queue(config: Confi
     """The transaction lands, its answer is lost, botocore's retry fails its condition: the subscription must
     still be created with its queue (it was deleted, leaving a subscription that could never deliver)."""
     from chalicelib.core import names
-    from chalicelib.core.models import Subscription, Topic
+    from chalicelib.core.wire.models import Subscription, Topic
     from chalicelib.runtime import Services
     from chalicelib.service.context import Context
 

@@ -9,12 +9,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from chalicelib.core.accounts import ProjectRoles
+from chalicelib.core.access.accounts import ProjectRoles
+from chalicelib.core.access.identity import Action
 from chalicelib.core.errors import Aborted, InvalidArgument, NotFound, PermissionDenied, Unauthenticated
-from chalicelib.core.identity import Action
-from chalicelib.core.models import Subscription, Topic
 from chalicelib.core.names import make
-from chalicelib.core.requests import (
+from chalicelib.core.wire.models import Subscription, Topic
+from chalicelib.core.wire.requests import (
     AclRequest,
     PageRequest,
     PermissionsQuery,

@@ -11,7 +11,7 @@ from chalice.test import Client
 
 from app import app
 from chalicelib import runtime
-from chalicelib.core.oidc import TokenSigner, generate_signing_key
+from chalicelib.core.access.oidc import TokenSigner, generate_signing_key
 from chalicelib.runtime import Services
 from chalicelib.store import aws
 

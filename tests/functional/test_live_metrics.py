@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from chalicelib.api.requests import publish_request, pull_request, subscription_request
+from chalicelib.api.parsing import publish_request, pull_request, subscription_request
 from chalicelib.core import names
-from chalicelib.core.models import Topic
-from chalicelib.core.requests import AcknowledgeRequest
+from chalicelib.core.wire.models import Topic
+from chalicelib.core.wire.requests import AcknowledgeRequest
 from chalicelib.delivery.fanout import FanOut
 from chalicelib.runtime import Services
 from chalicelib.store import aws

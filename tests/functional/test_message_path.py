@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from chalicelib.api.requests import (
+from chalicelib.api.parsing import (
     acknowledge_request,
     page_request,
     publish_request,
@@ -17,8 +17,8 @@ from chalicelib.api.requests import (
 )
 from chalicelib.core import limits, names
 from chalicelib.core.errors import FailedPrecondition, InvalidArgument, NotFound
-from chalicelib.core.models import ExpirationPolicy, Subscription, Topic
-from chalicelib.core.requests import ModifyAckDeadlineRequest, PullRequest, UpdateSubscriptionRequest
+from chalicelib.core.wire.models import ExpirationPolicy, Subscription, Topic
+from chalicelib.core.wire.requests import ModifyAckDeadlineRequest, PullRequest, UpdateSubscriptionRequest
 from chalicelib.delivery.fanout import FanOut
 from chalicelib.runtime import Services
 from chalicelib.store import aws

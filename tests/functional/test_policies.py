@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from chalicelib.api.requests import page_request, publish_request, subscription_request
+from chalicelib.api.parsing import page_request, publish_request, subscription_request
 from chalicelib.core import names
-from chalicelib.core.backoff import ThrottleState
-from chalicelib.core.models import Topic
-from chalicelib.core.requests import ModifyAckDeadlineRequest, PullRequest
+from chalicelib.core.queueing.backoff import ThrottleState
+from chalicelib.core.wire.models import Topic
+from chalicelib.core.wire.requests import ModifyAckDeadlineRequest, PullRequest
 from chalicelib.delivery.fanout import FanOut
 from chalicelib.delivery.maintenance import expire_idle_subscriptions, sweep_dead_letters
 from chalicelib.delivery.push import PushDelivery

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from chalicelib.api.requests import modify_push_config_request, subscription_request, update_subscription_request
+from chalicelib.api.parsing import modify_push_config_request, subscription_request, update_subscription_request
 from chalicelib.core import names
 from chalicelib.core.errors import FailedPrecondition, InvalidArgument
-from chalicelib.core.models import PushConfig, Subscription, Topic
 from chalicelib.core.records import SubscriptionRecord
+from chalicelib.core.wire.models import PushConfig, Subscription, Topic
 from chalicelib.local.push_pump import PushPump
 from chalicelib.runtime import Services
 from chalicelib.service.admin import AdminService

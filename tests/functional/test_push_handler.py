@@ -10,11 +10,11 @@ from typing import Any
 import jwt
 import pytest
 
-from chalicelib.api.requests import publish_request, subscription_request, update_subscription_request
+from chalicelib.api.parsing import publish_request, subscription_request, update_subscription_request
 from chalicelib.core import names
-from chalicelib.core.backoff import PushThrottle, ThrottleState
-from chalicelib.core.models import PushConfig, Topic
-from chalicelib.core.requests import ModifyPushConfigRequest, PullRequest
+from chalicelib.core.queueing.backoff import PushThrottle, ThrottleState
+from chalicelib.core.wire.models import PushConfig, Topic
+from chalicelib.core.wire.requests import ModifyPushConfigRequest, PullRequest
 from chalicelib.delivery.fanout import FanOut
 from chalicelib.delivery.push import PushDelivery
 from chalicelib.local.push_pump import lambda_record

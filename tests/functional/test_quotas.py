@@ -9,8 +9,8 @@ import pytest
 from chalicelib.config import Quotas
 from chalicelib.core import names
 from chalicelib.core.errors import AlreadyExists, ResourceExhausted
-from chalicelib.core.models import PushConfig, Subscription, Topic
-from chalicelib.core.requests import ModifyPushConfigRequest
+from chalicelib.core.wire.models import PushConfig, Subscription, Topic
+from chalicelib.core.wire.requests import ModifyPushConfigRequest
 from chalicelib.runtime import Services
 
 P = "quota-project"

@@ -8,11 +8,9 @@ from typing import Any
 
 import pytest
 
-from chalicelib.api.requests import publish_request, pull_request, subscription_request
+from chalicelib.api.parsing import publish_request, pull_request, subscription_request
 from chalicelib.core import names
 from chalicelib.core.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound
-from chalicelib.core.models import SchemaSettings, Topic
-from chalicelib.core.requests import PageRequest
 from chalicelib.core.schemas.invalid import MessageInvalid
 from chalicelib.core.schemas.model import (
     DELETED_SCHEMA,
@@ -22,6 +20,8 @@ from chalicelib.core.schemas.model import (
     SchemaType,
     ValidateMessageRequest,
 )
+from chalicelib.core.wire.models import SchemaSettings, Topic
+from chalicelib.core.wire.requests import PageRequest
 from chalicelib.delivery.fanout import FanOut
 from chalicelib.runtime import Services
 from chalicelib.store import batch

@@ -8,14 +8,13 @@ from typing import Any
 
 import pytest
 
-from chalicelib.api.requests import acknowledge_request, publish_request, subscription_request
+from chalicelib.api.parsing import acknowledge_request, publish_request, subscription_request
 from chalicelib.api.snapshot_requests import create_snapshot_request
 from chalicelib.core import names
 from chalicelib.core.errors import Aborted, AlreadyExists, FailedPrecondition, NotFound
-from chalicelib.core.messages import NewMessage
-from chalicelib.core.models import Topic
-from chalicelib.core.requests import PullRequest
-from chalicelib.core.snapshots import Snapshot
+from chalicelib.core.wire.messages import NewMessage
+from chalicelib.core.wire.models import Snapshot, Topic
+from chalicelib.core.wire.requests import PullRequest
 from chalicelib.runtime import Services
 from chalicelib.service.publish import PublishService
 from chalicelib.store.push_state import queue_key

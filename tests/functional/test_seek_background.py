@@ -9,7 +9,7 @@ from typing import Any, cast
 import pytest
 
 from chalicelib.core.errors import Unavailable
-from chalicelib.core.seek_jobs import RUNNING, SUCCEEDED
+from chalicelib.core.replay.seek_jobs import RUNNING, SUCCEEDED
 from chalicelib.runtime import Services
 from chalicelib.service.seek_worker import SeekWorker
 from chalicelib.store import aws

@@ -1,7 +1,7 @@
 """Tenancy (METRO_AUTH=keys): every request field that names a resource is authorized against that resource's
 own project, in both dialects, with the same 403 whether the named resource exists or not.
 
-The cross-project matrix probes each ``Refers`` declaration of core/references.py through every route that
+The cross-project matrix probes each ``Refers`` declaration of core/access/references.py through every route that
 carries it: the project admin of tenant-a names tenant-b's resource (existing, then missing) and must get
 the same 403 both times; the same request naming tenant-a's own resource is the positive control, and a
 service admin naming tenant-b's resource passes the check. A declaration without a probe here fails.

@@ -9,9 +9,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from chalicelib.core.accounts import ProjectRoles, User
+from chalicelib.core.access.accounts import ProjectRoles, User
 from chalicelib.core.errors import Unauthenticated
-from chalicelib.core.requests import ProjectRequest, UserRequest
+from chalicelib.core.wire.requests import ProjectRequest, UserRequest
 from chalicelib.runtime import Services
 from chalicelib.service import access, accounts
 from chalicelib.store.identity import IdentityStore

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from chalicelib.api.requests import publish_request, subscription_request
+from chalicelib.api.parsing import publish_request, subscription_request
 from chalicelib.core import names, usage
 from chalicelib.core.errors import InvalidArgument, NotFound
-from chalicelib.core.models import Topic
-from chalicelib.core.responses import MetricsResponse
+from chalicelib.core.wire.models import Topic
+from chalicelib.core.wire.responses import MetricsResponse
 from chalicelib.delivery.fanout import FanOut
 from chalicelib.runtime import Services
 from chalicelib.store import aws

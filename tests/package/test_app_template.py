@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from chalicelib.api.dialect import STAGE_VARIABLE, Dialect
-from infra import policies, template
+from infra import grpc_stack, policies, template
 from infra.ams_stage import AMS_API_ID, AMS_PERMISSION_ID, API_ID
 from infra.names import FUNCTIONS, StageNames
 from tests.package.packaged import packaged_template
@@ -137,3 +137,27 @@ def test_cfn_lint_finds_the_packaged_template_wrong_before_the_merge(packaged: d
     path.write_text(json.dumps(packaged))
     done = cfn_lint(path)
     assert done.returncode != 0 and "E3017" in done.stdout  # the placeholder stream ARN
+
+
+# --- the opt-in gRPC edge stack (infra/grpc_stack.py) -----------------------------------------------
+
+GRPC_SETTINGS = grpc_stack.Settings("dev", "123456789012.dkr.ecr.us-east-1.amazonaws.com/metro-grpc-edge:1")
+
+
+def test_cfn_lint_is_clean_on_the_grpc_edge_template(tmp_path: Path) -> None:
+    for settings in (GRPC_SETTINGS, grpc_stack.Settings("prod", "ghcr.io/example/metro-grpc-edge:1", cpu=512,
+                                                        memory=1024, max_tasks=10, assign_public_ip=False)):
+        path = tmp_path / f"grpc-{settings.stage}.json"
+        path.write_text(json.dumps(grpc_stack.build(settings)))
+        done = cfn_lint(path)
+        assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_grpc_edge_task_gets_the_api_functions_environment(merged: dict[str, Any]) -> None:
+    """What the deploy gives the API function is what the gRPC stack gives its task, plus its region (Lambda sets a
+    function's) and the edge's own settings: the task reads the stage's configuration as the function does."""
+    function = merged["Resources"][template.FUNCTION_IDS["api_handler"]]["Properties"]["Environment"]["Variables"]
+    [container] = grpc_stack.build(GRPC_SETTINGS)["Resources"]["TaskDefinition"]["Properties"]["ContainerDefinitions"]
+    task = {e["Name"]: e["Value"] for e in container["Environment"]}
+    edge_own = {"AWS_REGION", "METRO_GRPC_PORT", "METRO_GRPC_WORKERS", "METRO_GRPC_GRACE_SECONDS"}
+    assert {k: v for k, v in task.items() if k not in edge_own} == function

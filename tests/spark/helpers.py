@@ -10,8 +10,8 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from chalicelib.core import archive_layout as layout
 from chalicelib.core import payload
+from chalicelib.core.replay import archive_layout as layout
 
 
 def iso(ms: int) -> str:

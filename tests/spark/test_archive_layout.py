@@ -1,4 +1,4 @@
-"""chalicelib.core.archive_layout: key naming, manifests, hours of ids (pure)."""
+"""chalicelib.core.replay.archive_layout: key naming, manifests, hours of ids (pure)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from datetime import datetime, timezone
 
 import pytest
 
-from chalicelib.core import archive_layout as layout
 from chalicelib.core import payload
+from chalicelib.core.replay import archive_layout as layout
 
 TOPIC = "projects/p1/topics/t-1"
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from chalicelib.core import archive_layout as layout
+from chalicelib.core.replay import archive_layout as layout
 from chalicelib.store import archive as store
 from spark_emr import compact, lock
 from tests.spark.helpers import archive_view, list_keys, publish

@@ -114,7 +114,7 @@ def test_bundle_is_importable_from_the_zip(tmp_path: Path) -> None:
     assert package.build_zip(tmp_path / "again").read_bytes() == z.read_bytes()  # reproducible
     code = (
         "import sys; sys.path.insert(0, sys.argv[1]); "
-        "import spark_emr.plan, spark_emr.records, chalicelib.core.archive_layout, chalicelib.store.archive; "
+        "import spark_emr.plan, spark_emr.records, chalicelib.core.replay.archive_layout, chalicelib.store.archive; "
         "print(spark_emr.plan.__file__)"
     )
     out = subprocess.run([sys.executable, "-c", code, str(z)], cwd=tmp_path, capture_output=True, text=True, check=True)

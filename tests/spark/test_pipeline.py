@@ -12,8 +12,8 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from chalicelib.core import archive_layout as layout
-from chalicelib.core import envelope
+from chalicelib.core.queueing import envelope
+from chalicelib.core.replay import archive_layout as layout
 from chalicelib.store import archive as store
 from spark_emr import compact, metrics, replay, retention
 from tests.spark.helpers import archive_view, list_keys, publish, snapshot

@@ -11,8 +11,9 @@ from datetime import date, datetime, timezone
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from chalicelib.core import archive_layout as layout
-from chalicelib.core import envelope, payload
+from chalicelib.core import payload
+from chalicelib.core.queueing import envelope
+from chalicelib.core.replay import archive_layout as layout
 from chalicelib.store import archive as store
 from spark_emr import plan, records, reports
 
@@ -150,7 +151,7 @@ def test_load_filter_uses_chalicelib_filters_when_present() -> None:
     assert records.load_filter("") is None
     matcher = records.load_filter('attributes.i = "1"')
     try:
-        from chalicelib.core.filters import parse_filter  # noqa: F401
+        from chalicelib.core.queueing.filters import parse_filter  # noqa: F401
     except ImportError:
         assert matcher is None
         return

@@ -11,7 +11,7 @@ import boto3
 import pytest
 
 from chalicelib.core import limits
-from chalicelib.core.models import Subscription, Topic
+from chalicelib.core.wire.models import Subscription, Topic
 from spark_emr import plan, retention, settings
 from tests.spark.helpers import list_keys, publish
 

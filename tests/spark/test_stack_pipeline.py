@@ -34,7 +34,7 @@ import boto3
 import pytest
 import requests
 
-from chalicelib.core import archive_layout as layout
+from chalicelib.core.replay import archive_layout as layout
 from spark_emr import compact, lock, metrics, replay, submit
 from tests.spark.helpers import archive_view, list_keys, snapshot
 from tests.stack import ROOT, RunningStack, start_stack

@@ -8,8 +8,8 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from chalicelib.core import archive_layout as layout
 from chalicelib.core import payload
+from chalicelib.core.replay import archive_layout as layout
 from chalicelib.store import archive as store
 from spark_emr import records
 

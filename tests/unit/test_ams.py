@@ -1,5 +1,6 @@
-"""The AMS dialect's pure parts: push settings, names and shapes (core/ams.py), offsets (core/offsets.py), live
-counters (core/live.py), AMS's push bodies and batches (delivery), the verification gate, the certificate."""
+"""The AMS dialect's pure parts: push settings, names and shapes (core/wire/ams.py), offsets
+(core/replay/offsets.py), live counters (core/live.py), AMS's push bodies and batches (delivery), the verification
+gate, the certificate."""
 
 from __future__ import annotations
 
@@ -11,12 +12,14 @@ from pathlib import Path
 import pytest
 
 from chalicelib.config import Config
-from chalicelib.core import ams, live, offsets
-from chalicelib.core.backoff import PushThrottle, ThrottleState
-from chalicelib.core.envelope import Envelope
+from chalicelib.core import live
 from chalicelib.core.errors import InvalidArgument
-from chalicelib.core.models import AmsPush, PushConfig, Subscription
+from chalicelib.core.queueing.backoff import PushThrottle, ThrottleState
+from chalicelib.core.queueing.envelope import Envelope
 from chalicelib.core.records import SubscriptionRecord
+from chalicelib.core.replay import offsets
+from chalicelib.core.wire import ams
+from chalicelib.core.wire.models import AmsPush, PushConfig, Subscription
 from chalicelib.delivery import ams_batches
 from chalicelib.delivery.push_request import Item, build_batch_request, build_request
 from chalicelib.delivery.scheduler import ACKED, Batch, Outcome
@@ -33,7 +36,7 @@ def sub_rec(push: AmsPush | None = None, ordered: bool = False) -> SubscriptionR
     return SubscriptionRecord(spec, 0.0, "https://sqs/1/q-1", 1)
 
 
-# -- core/ams.py ----------------------------------------------------------------------------------------------
+# -- core/wire/ams.py ----------------------------------------------------------------------------------------------
 def test_push_config_as_ams_clients_send_it_with_string_numbers() -> None:
     got = ams.push_request({"type": "http_endpoint", "pushEndpoint": "https://h/in", "maxMessages": "5",
                             "retryPolicy": {"type": "slowstart", "period": "2000"},
@@ -88,7 +91,7 @@ def test_googles_dialect_neither_shows_nor_takes_ams_settings() -> None:
     assert "amsPush" not in spec.reported().to_wire() and "amsOffsetMs" not in spec.reported().to_wire()
 
 
-# -- core/offsets.py ------------------------------------------------------------------------------------------
+# -- core/replay/offsets.py ------------------------------------------------------------------------------------------
 def test_offsets_are_publish_times() -> None:
     assert offsets.offsets(100, None, 0, 50, 0) == offsets.Offsets(100, 100, 100)  # an empty topic
     assert offsets.offsets(100, 500, 0, 50, 0) == offsets.Offsets(100, 501, 501)  # nothing waiting: current = max

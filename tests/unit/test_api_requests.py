@@ -1,4 +1,4 @@
-"""api/requests.py: every parser turns good input into its typed value and bad input into INVALID_ARGUMENT."""
+"""api/parsing.py: every parser turns good input into its typed value and bad input into INVALID_ARGUMENT."""
 
 from __future__ import annotations
 
@@ -6,12 +6,12 @@ from typing import Any
 
 import pytest
 
-from chalicelib.api import requests
+from chalicelib.api import parsing
 from chalicelib.core import limits, names
 from chalicelib.core.errors import InvalidArgument
-from chalicelib.core.messages import NewMessage
-from chalicelib.core.models import DeadLetterPolicy, ExpirationPolicy, PushConfig, Subscription, Topic
-from chalicelib.core.requests import (
+from chalicelib.core.wire.messages import NewMessage
+from chalicelib.core.wire.models import DeadLetterPolicy, ExpirationPolicy, PushConfig, Subscription, Topic
+from chalicelib.core.wire.requests import (
     AcknowledgeRequest,
     ModifyAckDeadlineRequest,
     ModifyPushConfigRequest,
@@ -34,8 +34,8 @@ def refused(parse: Any, *args: Any, match: str | None = None) -> None:
 
 # -- create topic / subscription ------------------------------------------------------------------------
 def test_topic_request() -> None:
-    assert requests.topic_request({}, TOPIC) == Topic()
-    got = requests.topic_request({"name": TOPIC.path, "labels": {"a": "b"}, "messageRetentionDuration": "600s"}, TOPIC)
+    assert parsing.topic_request({}, TOPIC) == Topic()
+    got = parsing.topic_request({"name": TOPIC.path, "labels": {"a": "b"}, "messageRetentionDuration": "600s"}, TOPIC)
     assert got == Topic(name=TOPIC.path, labels={"a": "b"}, message_retention_duration="600s")
 
 
@@ -47,13 +47,13 @@ def test_topic_request() -> None:
     ({"name": "projects/p/topics/other"}, "does not match the URL"),
 ])
 def test_topic_request_refuses(body: Any, match: str) -> None:
-    refused(requests.topic_request, body, TOPIC, match=match)
+    refused(parsing.topic_request, body, TOPIC, match=match)
 
 
 def test_subscription_request() -> None:
     body = {"topic": TOPIC.path, "ackDeadlineSeconds": "20", "expiration_policy": {"ttl": "86400s"},
             "deadLetterPolicy": {"deadLetterTopic": "projects/p/topics/dl", "maxDeliveryAttempts": 5}}
-    assert requests.subscription_request(body, SUB) == Subscription(
+    assert parsing.subscription_request(body, SUB) == Subscription(
         topic=TOPIC.path, ack_deadline_seconds=20, expiration_policy=ExpirationPolicy(ttl="86400s"),
         dead_letter_policy=DeadLetterPolicy(dead_letter_topic="projects/p/topics/dl", max_delivery_attempts=5))
 
@@ -68,14 +68,14 @@ def test_subscription_request() -> None:
     ({"topic": TOPIC.path, "name": "projects/p/subscriptions/other"}, "does not match the URL"),
 ])
 def test_subscription_request_refuses(body: Any, match: str) -> None:
-    refused(requests.subscription_request, body, SUB, match=match)
+    refused(parsing.subscription_request, body, SUB, match=match)
 
 
 # -- patch ----------------------------------------------------------------------------------------------
 def test_update_topic_request() -> None:
-    got = requests.update_topic_request({"topic": {"labels": {"a": "b"}}, "updateMask": "labels"}, TOPIC)
+    got = parsing.update_topic_request({"topic": {"labels": {"a": "b"}}, "updateMask": "labels"}, TOPIC)
     assert got == UpdateTopicRequest(Topic(labels={"a": "b"}), ("labels",))
-    both = requests.update_topic_request({"update_mask": {"paths": ["labels", "messageRetentionDuration"]}}, TOPIC)
+    both = parsing.update_topic_request({"update_mask": {"paths": ["labels", "messageRetentionDuration"]}}, TOPIC)
     assert both == UpdateTopicRequest(Topic(), ("labels", "message_retention_duration"))
 
 
@@ -91,16 +91,16 @@ def test_update_topic_request() -> None:
     ({"topic": {"name": "projects/p/topics/other"}, "updateMask": "labels"}, "does not match the URL"),
 ])
 def test_update_topic_request_refuses(body: Any, match: str) -> None:
-    refused(requests.update_topic_request, body, TOPIC, match=match)
+    refused(parsing.update_topic_request, body, TOPIC, match=match)
 
 
 def test_update_subscription_request() -> None:
     body = {"subscription": {"ack_deadline_seconds": 20, "labels": {"k": "v"}},
             "updateMask": "ackDeadlineSeconds,labels"}
-    assert requests.update_subscription_request(body, SUB) == UpdateSubscriptionRequest(
+    assert parsing.update_subscription_request(body, SUB) == UpdateSubscriptionRequest(
         Subscription(ack_deadline_seconds=20, labels={"k": "v"}), ("ack_deadline_seconds", "labels"))
     # An absent (or null) subscription is the empty message: the masked fields are cleared.
-    cleared = requests.update_subscription_request({"subscription": None, "updateMask": "pushConfig"}, SUB)
+    cleared = parsing.update_subscription_request({"subscription": None, "updateMask": "pushConfig"}, SUB)
     assert cleared == UpdateSubscriptionRequest(Subscription(), ("push_config",))
 
 
@@ -114,7 +114,7 @@ def test_update_subscription_request() -> None:
     ({"subscription": {"name": "projects/p/subscriptions/x"}, "updateMask": "labels"}, "does not match the URL"),
 ])
 def test_update_subscription_request_refuses(body: Any, match: str) -> None:
-    refused(requests.update_subscription_request, body, SUB, match=match)
+    refused(parsing.update_subscription_request, body, SUB, match=match)
 
 
 # -- modifyPushConfig -----------------------------------------------------------------------------------
@@ -127,7 +127,7 @@ def test_update_subscription_request_refuses(body: Any, match: str) -> None:
      PushConfig(push_endpoint="https://x/h", attributes={"x-goog-version": "v1"})),
 ])
 def test_modify_push_config_request(body: dict[str, Any], want: PushConfig) -> None:
-    assert requests.modify_push_config_request(body, SUB) == ModifyPushConfigRequest(want)
+    assert parsing.modify_push_config_request(body, SUB) == ModifyPushConfigRequest(want)
 
 
 @pytest.mark.parametrize(("body", "match"), [
@@ -138,14 +138,14 @@ def test_modify_push_config_request(body: dict[str, Any], want: PushConfig) -> N
     ({"pushConfig": {}, "subscription": "projects/p/subscriptions/other"}, "does not match the URL"),
 ])
 def test_modify_push_config_request_refuses(body: Any, match: str) -> None:
-    refused(requests.modify_push_config_request, body, SUB, match=match)
+    refused(parsing.modify_push_config_request, body, SUB, match=match)
 
 
 # -- publish --------------------------------------------------------------------------------------------
 def test_publish_request() -> None:
     body = {"topic": TOPIC.path, "messages": [{"data": "aGk=", "attributes": {"k": "v"}, "orderingKey": "o"},
                                               {"attributes": {"only": "attrs"}}]}
-    assert requests.publish_request(body) == PublishRequest((NewMessage(b"hi", {"k": "v"}, "o"),
+    assert parsing.publish_request(body) == PublishRequest((NewMessage(b"hi", {"k": "v"}, "o"),
                                                              NewMessage(b"", {"only": "attrs"})))
 
 
@@ -162,38 +162,38 @@ def test_publish_request() -> None:
     ({"messages": [{"data": "eA=="}] * (limits.MAX_MESSAGES_PER_PUBLISH + 1)}, "at most"),
 ])
 def test_publish_request_refuses(body: Any, match: str) -> None:
-    refused(requests.publish_request, body, match=match)
+    refused(parsing.publish_request, body, match=match)
 
 
 # -- pull, acknowledge, modifyAckDeadline ---------------------------------------------------------------
 def test_pull_request() -> None:
-    assert requests.pull_request({"maxMessages": 5}) == PullRequest(5, False)
-    assert requests.pull_request({"max_messages": "7", "returnImmediately": "true"}) == PullRequest(7, True)
-    assert requests.pull_request({"maxMessages": limits.MAX_PULL_MESSAGES}).max_messages == limits.MAX_PULL_MESSAGES
+    assert parsing.pull_request({"maxMessages": 5}) == PullRequest(5, False)
+    assert parsing.pull_request({"max_messages": "7", "returnImmediately": "true"}) == PullRequest(7, True)
+    assert parsing.pull_request({"maxMessages": limits.MAX_PULL_MESSAGES}).max_messages == limits.MAX_PULL_MESSAGES
 
 
 @pytest.mark.parametrize("body", [*NOT_OBJECTS, {}, {"maxMessages": 0}, {"maxMessages": -1},
                                   {"maxMessages": limits.MAX_PULL_MESSAGES + 1}, {"maxMessages": "x"},
                                   {"maxMessages": 10.7}, {"maxMessages": 2, "returnImmediately": "x"}])
 def test_pull_request_refuses(body: Any) -> None:
-    refused(requests.pull_request, body)
+    refused(parsing.pull_request, body)
 
 
 def test_acknowledge_request() -> None:
-    assert requests.acknowledge_request({"ackIds": ["a", "b"]}) == AcknowledgeRequest(("a", "b"))
-    assert requests.acknowledge_request({"ack_ids": ["c"]}) == AcknowledgeRequest(("c",))
+    assert parsing.acknowledge_request({"ackIds": ["a", "b"]}) == AcknowledgeRequest(("a", "b"))
+    assert parsing.acknowledge_request({"ack_ids": ["c"]}) == AcknowledgeRequest(("c",))
 
 
 @pytest.mark.parametrize("body", [*NOT_OBJECTS, {}, {"ackIds": []}, {"ackIds": "x"}, {"ackIds": [5]},
                                   {"ackIds": [None]}, {"ack_ids": None}])
 def test_acknowledge_request_refuses(body: Any) -> None:
-    refused(requests.acknowledge_request, body)
+    refused(parsing.acknowledge_request, body)
 
 
 def test_modify_ack_deadline_request() -> None:
-    got = requests.modify_ack_deadline_request({"ackIds": ["a"], "ackDeadlineSeconds": 0})
+    got = parsing.modify_ack_deadline_request({"ackIds": ["a"], "ackDeadlineSeconds": 0})
     assert got == ModifyAckDeadlineRequest(("a",), 0)
-    got = requests.modify_ack_deadline_request({"ack_ids": ["a"], "ack_deadline_seconds": "600"})
+    got = parsing.modify_ack_deadline_request({"ack_ids": ["a"], "ack_deadline_seconds": "600"})
     assert got == ModifyAckDeadlineRequest(("a",), 600)
 
 
@@ -202,7 +202,7 @@ def test_modify_ack_deadline_request() -> None:
                                   {"ackIds": ["x"], "ackDeadlineSeconds": "y"}, {"ackDeadlineSeconds": 10},
                                   {"ackIds": ["x"], "ackDeadlineSeconds": [1]}])
 def test_modify_ack_deadline_request_refuses(body: Any) -> None:
-    refused(requests.modify_ack_deadline_request, body)
+    refused(parsing.modify_ack_deadline_request, body)
 
 
 # -- list paging ----------------------------------------------------------------------------------------
@@ -214,26 +214,26 @@ def test_modify_ack_deadline_request_refuses(body: Any) -> None:
     ({"pageSize": "99999999999999999999", "pageToken": "u"}, PageRequest(limits.MAX_PAGE_SIZE, "u")),
 ])
 def test_page_request(params: dict[str, str], want: PageRequest) -> None:
-    assert requests.page_request(params) == want
+    assert parsing.page_request(params) == want
 
 
 @pytest.mark.parametrize("params", [{"pageSize": "x"}, {"pageSize": "-1"}, {"pageSize": "1.5"}])
 def test_page_request_refuses(params: dict[str, str]) -> None:
-    refused(requests.page_request, params)
+    refused(parsing.page_request, params)
 
 
 # -- hostile input ----------------------------------------------------------------------------------
 def test_ack_ids_are_deduplicated_in_order() -> None:
-    assert requests.acknowledge_request({"ackIds": ["b", "a", "b", "a"]}).ack_ids == ("b", "a")
+    assert parsing.acknowledge_request({"ackIds": ["b", "a", "b", "a"]}).ack_ids == ("b", "a")
 
 
 def test_ack_requests_over_google_s_payload_limit_are_refused() -> None:
     ids = ["x" * 500] * 1100  # 550,000 bytes of ids
     with pytest.raises(InvalidArgument, match="524288"):
-        requests.acknowledge_request({"ackIds": ids})
+        parsing.acknowledge_request({"ackIds": ids})
     with pytest.raises(InvalidArgument, match="524288"):
-        requests.modify_ack_deadline_request({"ackIds": ids, "ackDeadlineSeconds": 10})
-    assert len(requests.acknowledge_request({"ackIds": ids[:1000]}).ack_ids) == 1  # 500,000 bytes pass
+        parsing.modify_ack_deadline_request({"ackIds": ids, "ackDeadlineSeconds": 10})
+    assert len(parsing.acknowledge_request({"ackIds": ids[:1000]}).ack_ids) == 1  # 500,000 bytes pass
 
 
 def test_the_publish_total_is_counted_in_bytes() -> None:
@@ -241,4 +241,4 @@ def test_the_publish_total_is_counted_in_bytes() -> None:
     message = {"data": "eA==", "attributes": {f"k{i}": value for i in range(100)}}
     count = limits.MAX_REQUEST_BYTES // (100 * 1024) + 1  # characters would stay under the limit, bytes do not
     with pytest.raises(InvalidArgument, match="at most"):
-        requests.publish_request({"messages": [message] * count})
+        parsing.publish_request({"messages": [message] * count})

@@ -23,6 +23,9 @@ ALLOWED: dict[str, set[str]] = {
     "api": {"core", "service", "runtime", "config"},
     "runtime": {"service", "store", "config"},  # the composition root: builds the stores and services
     "config": set(),
+    # python -m chalicelib.container: the gRPC edge as a long-running process. It drives the rest, as local/ does,
+    # but through the composition root and local/'s gRPC server only (no emulator, no HTTP server of its own).
+    "container": {"local", "runtime", "config", "core"},
 }
 STORE = {"store", "local"}
 # Modules that reach AWS or the network (a module or any of its submodules): only these packages may import
@@ -35,6 +38,7 @@ IO_MODULES: dict[str, set[str]] = {
     "telnetlib": {"local"}, "asyncio": {"local"}, "requests": set(), "httpx": set(), "aiohttp": set(),
     "websocket": set(), "websockets": set(), "pycurl": set(),
     "chalice": {"api", "local", "app"},
+    "grpc": {"api", "local", "container"},  # the gRPC edge, like Chalice an edge: api/rpc/ and the servers that run it
 }
 _MODULE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+$")
 _IMPORTERS = {"import_module", "__import__"}
@@ -167,6 +171,27 @@ def test_the_document_names_every_package() -> None:
     text = (ROOT / "docs" / "architecture.md").read_text()
     for package in ALLOWED:
         assert f"`{package}" in text, f"docs/architecture.md does not describe {package}"
+
+
+_DOCUMENTED_PATH = re.compile(r"`((?:api|core|service|store|delivery|local)/[\w/]*\w)(?:\.py|/|\.\w+)?[`(]")
+
+
+def test_every_path_the_document_names_exists() -> None:
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    named = set(_DOCUMENTED_PATH.findall(text))
+    assert named, "the document names no module"
+    missing = [n for n in sorted(named) if not (CHALICELIB / n).is_dir() and not (CHALICELIB / f"{n}.py").exists()]
+    assert missing == [], "docs/architecture.md names modules that do not exist"
+
+
+def test_a_sub_package_follows_its_package_rules() -> None:
+    assert _package(CHALICELIB / "core" / "wire" / "models.py") == "core"
+    assert _package(CHALICELIB / "api" / "openapi" / "page.py") == "api"
+    assert _package(CHALICELIB / "config.py") == "config"
+    probe = CHALICELIB / "core" / "wire" / "probe.py"
+    within = "from ..queueing import envelope\nfrom chalicelib.core.access import identity"
+    assert violations("core", within, probe) == []
+    assert "core must not import chalicelib.service.pull" in violations("core", "from ...service import pull", probe)
 
 
 # -- storage keys are spelled in store/ only ---------------------------------------------------------------

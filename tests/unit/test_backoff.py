@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chalicelib.core.backoff import MAX_PAUSE, MIN_PAUSE, RAMP, PushThrottle, ThrottleState, retry_delay
+from chalicelib.core.queueing.backoff import MAX_PAUSE, MIN_PAUSE, RAMP, PushThrottle, ThrottleState, retry_delay
 
 T0 = 1_700_000_000.0
 ARRIVAL = 0.2  # the subscriber could take 5 messages/s

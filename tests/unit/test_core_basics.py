@@ -8,12 +8,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from chalicelib.core import envelope, ids, names, payload
-from chalicelib.core.ackids import AckId, AckIdCodec
+from chalicelib.core import ids, names, payload
 from chalicelib.core.errors import InvalidArgument
-from chalicelib.core.messages import parse_publish
-from chalicelib.core.models import Subscription, Topic, mask_paths, parse_model
+from chalicelib.core.queueing import envelope
+from chalicelib.core.queueing.ackids import AckId, AckIdCodec
 from chalicelib.core.timefmt import format_timestamp, parse_duration, parse_timestamp
+from chalicelib.core.wire.messages import parse_publish
+from chalicelib.core.wire.models import Subscription, Topic, mask_paths, parse_model
 
 
 @pytest.mark.parametrize("rid", ["abc", "a+b~c%d", "A-_.~+%" + "x" * 200, "x" * 255])

@@ -1,5 +1,5 @@
 """Strict push rules against every non-global range, including those ``ipaddress.is_global`` lets through
-(core/endpoints.py). IP literals only: no resolver is involved."""
+(core/access/endpoints.py). IP literals only: no resolver is involved."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import ipaddress
 
 import pytest
 
-from chalicelib.core.endpoints import refusal_reason, validate_push_endpoint
+from chalicelib.core.access.endpoints import refusal_reason, validate_push_endpoint
 from chalicelib.core.errors import InvalidArgument
 
 

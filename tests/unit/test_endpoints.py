@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import pytest
 
 from chalicelib.config import Config
-from chalicelib.core.endpoints import parse_push_endpoint, validate_push_endpoint
+from chalicelib.core.access.endpoints import parse_push_endpoint, validate_push_endpoint
 from chalicelib.core.errors import InvalidArgument
 from chalicelib.store.resolver import EndpointResolver
 from chalicelib.store.workers import Workers
@@ -300,7 +300,7 @@ def test_push_config_validation_does_not_wait_for_a_hanging_resolver(monkeypatch
     import time
     from typing import cast
 
-    from chalicelib.core.models import PushConfig, Subscription
+    from chalicelib.core.wire.models import PushConfig, Subscription
     from chalicelib.service.context import Context
     from chalicelib.service.push_config import validate
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from chalicelib.core.errors import InvalidArgument
-from chalicelib.core.fields import bool_field, int_field
+from chalicelib.core.wire.fields import bool_field, int_field
 
 
 @pytest.mark.parametrize(("body", "want"), [({}, 7), ({"maxMessages": None}, 7), ({"maxMessages": 3}, 3),

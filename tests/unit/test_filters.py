@@ -1,4 +1,4 @@
-"""Unit and property-based tests of the Pub/Sub subscription filter language (chalicelib.core.filters)."""
+"""Unit and property-based tests of the Pub/Sub subscription filter language (chalicelib.core.queueing.filters)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from chalicelib.core.errors import InvalidArgument
-from chalicelib.core.filters import MAX_FILTER_BYTES, Filter, parse_filter
+from chalicelib.core.queueing.filters import MAX_FILTER_BYTES, Filter, parse_filter
 
 ATTRS = {"a": "1", "b": "two", "ce-type": "com.example", "my key": "v", 'q"uote': "x", "é": "ü", "empty": ""}
 

@@ -1,7 +1,7 @@
 """How `make fuzz` steers generated path parameters onto the seeded resources (bench/fuzz_seed.py)."""
 
 from bench.fuzz_seed import SEEDED, destroys_seeded_state, steerable, steered
-from chalicelib.api.openapi import PATH_PARAMETERS
+from chalicelib.api.openapi.description import PATH_PARAMETERS
 
 
 def test_a_valid_generated_name_can_be_swapped_for_the_seeded_one() -> None:

@@ -1,5 +1,5 @@
 """``/v1/status`` checks its stores (service/health.py): one probe each, the answer kept a few seconds on the
-injected clock; a failed probe makes the status unhealthy and names the store (core/health.py)."""
+injected clock; a failed probe makes the status unhealthy and names the store (core/wire/responses.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import threading
 import types
 from typing import cast
 
-from chalicelib.core.health import ServiceStatus
+from chalicelib.core.wire.responses import ServiceStatus
 from chalicelib.service.context import Context
 from chalicelib.service.health import STATUS_CACHE_SECONDS, HealthService
 from chalicelib.store.workers import Workers

@@ -23,10 +23,10 @@ import jsonschema._keywords
 import jsonschema._utils
 import pytest
 
-from chalicelib.core.messages import NewMessage
 from chalicelib.core.schemas.compiled import Checker, check_message, compile_spec, conforming
 from chalicelib.core.schemas.invalid import DefinitionInvalid, MessageInvalid
 from chalicelib.core.schemas.model import Encoding, SchemaRevision, SchemaSpec, SchemaType
+from chalicelib.core.wire.messages import NewMessage
 
 SECRET = "SECRET-FROM-A-LOCAL-FILE"
 DRAFT = "https://json-schema.org/draft/2020-12/schema"

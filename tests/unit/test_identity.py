@@ -10,9 +10,8 @@ import pytest
 from chalicelib.api.account_requests import acl_request, set_policy_request, user_request
 from chalicelib.api.auth import credentials
 from chalicelib.config import Config
-from chalicelib.core.accounts import Policy, policy_etag
-from chalicelib.core.errors import InvalidArgument
-from chalicelib.core.identity import (
+from chalicelib.core.access.accounts import Policy, policy_etag
+from chalicelib.core.access.identity import (
     OPEN_PRINCIPAL,
     SERVICE_ROLES,
     Action,
@@ -23,6 +22,7 @@ from chalicelib.core.identity import (
     new_token,
     same_secret,
 )
+from chalicelib.core.errors import InvalidArgument
 from chalicelib.runtime import check_secrets
 
 P, Q = "proj", "other"

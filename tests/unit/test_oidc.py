@@ -11,7 +11,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
-from chalicelib.core.oidc import TokenSigner, generate_signing_key, jwk_thumbprint
+from chalicelib.core.access.oidc import TokenSigner, generate_signing_key, jwk_thumbprint
 
 ISSUER = "https://metro.example.com"
 EMAIL = "pusher@my-project.iam.gserviceaccount.com"

@@ -1,4 +1,4 @@
-"""The OpenAPI description (api/openapi.py) against the routes: it is derived from the method registry
+"""The OpenAPI description (api/openapi/description.py) against the routes: it is derived from the method registry
 (api/registry.py), so every route of app.py and every (method, verb) of the permission table has exactly
 one operation, every operation is a route Metro serves, and the document loads as OpenAPI with every
 reference resolved."""
@@ -12,8 +12,9 @@ from html import escape
 import schemathesis
 
 from app import app
-from chalicelib.api import openapi, openapi_page, registry
-from chalicelib.api.openapi_schemas import components
+from chalicelib.api import registry
+from chalicelib.api.openapi import description, page
+from chalicelib.api.openapi.components import components
 
 
 def described() -> list[tuple[str, str, str]]:
@@ -37,7 +38,7 @@ def test_every_operation_is_served_once() -> None:
 
 
 def test_paths_are_concrete_templates_with_the_verb_after_the_colon() -> None:
-    doc = openapi.document(registry.METHODS)
+    doc = description.document(registry.METHODS)
     assert "post" in doc["paths"]["/v1/projects/{project}/topics/{topic}:publish"]
     assert "get" in doc["paths"]["/v1/users/profile"]
     for path, methods in doc["paths"].items():
@@ -47,7 +48,7 @@ def test_paths_are_concrete_templates_with_the_verb_after_the_colon() -> None:
 
 
 def test_every_reference_resolves_and_the_document_loads_as_openapi() -> None:
-    doc = openapi.document(registry.METHODS)
+    doc = description.document(registry.METHODS)
     text = json.dumps(doc)
     schemas = components()
     for name in re.findall(r'"#/components/schemas/([^"]+)"', text):
@@ -55,25 +56,25 @@ def test_every_reference_resolves_and_the_document_loads_as_openapi() -> None:
     loaded = schemathesis.openapi.from_dict(doc)
     operations = [result.ok() for result in loaded.get_all_operations()]
     assert len(operations) == len(registry.METHODS)
-    assert json.loads(openapi.document_json(registry.METHODS)) == doc
+    assert json.loads(description.document_json(registry.METHODS)) == doc
 
 
 def test_public_operations_need_no_token_and_the_others_say_their_errors() -> None:
-    doc = openapi.document(registry.METHODS)
+    doc = description.document(registry.METHODS)
     assert doc["paths"]["/openapi.json"]["get"]["security"] == []
     pull = doc["paths"]["/v1/projects/{project}/subscriptions/{subscription}:pull"]["post"]
-    assert "security" not in pull and set(openapi.ERRORS) <= set(pull["responses"])
+    assert "security" not in pull and set(description.ERRORS) <= set(pull["responses"])
 
 
 def test_the_docs_page_lists_every_operation_and_loads_nothing_from_elsewhere() -> None:
-    html = openapi_page.page(registry.METHODS)
+    html = page.page(registry.METHODS)
     for op in registry.METHODS:
         assert f"<code>{escape(op.url)}</code>" in html, op.url
     assert "http://" not in html and "https://" not in html and "<script" not in html
 
 
 def test_a_query_parameter_a_call_needs_is_required_and_the_others_are_not() -> None:
-    doc = openapi.document(registry.METHODS)
+    doc = description.document(registry.METHODS)
     create = {q["name"]: q["required"] for q in doc["paths"]["/v1/projects/{project}/schemas"]["post"]["parameters"]
               if q["in"] == "query"}
     listed = {q["name"]: q["required"] for q in doc["paths"]["/v1/projects/{project}/schemas"]["get"]["parameters"]

@@ -1,4 +1,4 @@
-"""core/pagetokens.py: page tokens round-trip, and every token the codec did not issue is refused the same way."""
+"""core/wire/pagetokens.py: page tokens round-trip, and every token the codec did not issue is refused the same way."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 import pytest
 
 from chalicelib.core.errors import InvalidArgument
-from chalicelib.core.pagetokens import MAX_TOKEN_CHARS, PageTokens
+from chalicelib.core.wire.pagetokens import MAX_TOKEN_CHARS, PageTokens
 
 SCOPE = "project#p\ntopic#"
 POSITION = {"sk": "topic#orders-2026"}

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from chalicelib.config import Config
-from chalicelib.core.endpoints import Target, validate_push_endpoint
+from chalicelib.core.access.endpoints import Target, validate_push_endpoint
 from chalicelib.delivery.push_request import http_poster
 from chalicelib.store import http_answer, http_client
 from chalicelib.store.http_answer import Deadline

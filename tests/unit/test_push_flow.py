@@ -18,10 +18,11 @@ from typing import Any
 import pytest
 
 from chalicelib.config import Config
-from chalicelib.core import envelope, names
-from chalicelib.core.backoff import PushThrottle, ThrottleState
-from chalicelib.core.models import PushConfig, RetryPolicy, Subscription
+from chalicelib.core import names
+from chalicelib.core.queueing import envelope
+from chalicelib.core.queueing.backoff import PushThrottle, ThrottleState
 from chalicelib.core.records import SubscriptionRecord
+from chalicelib.core.wire.models import PushConfig, RetryPolicy, Subscription
 from chalicelib.delivery.push import CACHE_TTL, PushDelivery
 from chalicelib.local.push_pump import Poller, lambda_record
 from chalicelib.service.context import Clock, Context

@@ -20,7 +20,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from chalicelib.config import Config
-from chalicelib.core.endpoints import Target, validate_push_endpoint
+from chalicelib.core.access.endpoints import Target, validate_push_endpoint
 from chalicelib.delivery.push_request import http_poster
 from chalicelib.store import http_client
 from chalicelib.store.http_answer import Deadline, DeadlinePassed

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from chalicelib.core.envelope import Envelope
-from chalicelib.core.models import DeadLetterPolicy, NoWrapper, OidcToken, PushConfig, Subscription
+from chalicelib.core.queueing.envelope import Envelope
 from chalicelib.core.records import SubscriptionRecord
+from chalicelib.core.wire.models import DeadLetterPolicy, NoWrapper, OidcToken, PushConfig, Subscription
 from chalicelib.delivery.push_request import Item, build_request
 
 NAME = "projects/myproject/subscriptions/mysubscription"

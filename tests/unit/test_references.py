@@ -1,4 +1,4 @@
-"""Every request field that names a resource declares how it is authorized (core/references.py), and the
+"""Every request field that names a resource declares how it is authorized (core/access/references.py), and the
 walker finds each declared name in a parsed request, nested models and update masks included."""
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ import pytest
 from pydantic import BaseModel
 
 import chalicelib.core
-from chalicelib.api import requests, snapshot_requests
+from chalicelib.api import parsing, snapshot_requests
 from chalicelib.api.schema_requests import validate_message_request
 from chalicelib.core import names
-from chalicelib.core.identity import Action
-from chalicelib.core.references import Checked, Refers, markers, references
+from chalicelib.core.access.identity import Action
+from chalicelib.core.access.references import Checked, Refers, markers, references
 
 # A field whose name says it names a resource or an identity must carry Refers or Checked.
 NAME_LIKE = re.compile(r"^(name|names|topic|subscription|snapshot|schema_?|dead_letter_topic|service_account_email|"
@@ -60,7 +60,7 @@ def request_classes() -> set[type]:
     """Every typed request (``*Request``, ``*Body``, ``*Query``; Topic and Subscription are create bodies) and
     every model reachable from one."""
     roots = [c for c in _core_classes() if re.search(r"(Request|Body|Query)$", c.__name__)]
-    from chalicelib.core.models import Subscription, Topic
+    from chalicelib.core.wire.models import Subscription, Topic
     todo, seen = [*roots, Topic, Subscription], set()
     while todo:
         cls = todo.pop()
@@ -106,7 +106,7 @@ def _found(request: object) -> list[tuple[str, str, Action]]:
 
 
 def test_a_subscription_names_its_topic_and_dead_letter_topic() -> None:
-    sub = requests.subscription_request({"topic": "projects/b/topics/ttt", "deadLetterPolicy": {
+    sub = parsing.subscription_request({"topic": "projects/b/topics/ttt", "deadLetterPolicy": {
         "deadLetterTopic": "projects/c/topics/dlt", "maxDeliveryAttempts": 5}}, names.parse(
         "projects/a/subscriptions/sss", "subscriptions"))
     assert _found(sub) == [("topic", "projects/b/topics/ttt", Action.PROJECT_ADMIN),
@@ -117,13 +117,13 @@ def test_a_patch_names_only_what_its_mask_updates() -> None:
     name = names.parse("projects/a/subscriptions/sss", "subscriptions")
     body = {"subscription": {"topic": "projects/b/topics/ttt", "deadLetterPolicy": {
         "deadLetterTopic": "projects/c/topics/dlt"}}, "updateMask": "ackDeadlineSeconds"}
-    assert _found(requests.update_subscription_request(body, name)) == []
+    assert _found(parsing.update_subscription_request(body, name)) == []
     body["updateMask"] = "deadLetterPolicy"
-    assert _found(requests.update_subscription_request(body, name)) == [
+    assert _found(parsing.update_subscription_request(body, name)) == [
         ("subscription.dead_letter_policy.dead_letter_topic", "projects/c/topics/dlt", Action.PUBLISH)]
     topic = names.parse("projects/a/topics/ttt", "topics")
     patch = {"topic": {"schemaSettings": {"schema": "projects/b/schemas/sch"}}, "updateMask": "schemaSettings"}
-    assert _found(requests.update_topic_request(patch, topic)) == [
+    assert _found(parsing.update_topic_request(patch, topic)) == [
         ("topic.schema_settings.schema_", "projects/b/schemas/sch", Action.PROJECT_MEMBER)]
 
 
@@ -141,7 +141,7 @@ def test_seek_snapshot_and_validate_message_name_their_resources() -> None:
 
 
 def test_empty_and_deleted_topic_names_name_nothing() -> None:
-    from chalicelib.core.models import Subscription
+    from chalicelib.core.wire.models import Subscription
     assert _found(Subscription()) == []
     assert _found(Subscription(topic=names.DELETED_TOPIC)) == []
     with pytest.raises(Exception, match="Invalid"):

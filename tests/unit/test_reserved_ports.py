@@ -1,5 +1,5 @@
 """Push endpoints never reach Metro's own ports or its AWS emulator's, whatever the rules, the allow list or
-the auth mode; keys mode brings the strict rules unless METRO_PUSH_STRICT=0 opts out (core/endpoints.py,
+the auth mode; keys mode brings the strict rules unless METRO_PUSH_STRICT=0 opts out (core/access/endpoints.py,
 config.py, store/resolver.py, service/push_config.py, delivery/push_request.py)."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from typing import cast
 import pytest
 
 from chalicelib.config import Config
-from chalicelib.core.endpoints import Reserved, reserved_destinations, validate_push_endpoint
+from chalicelib.core.access.endpoints import Reserved, reserved_destinations, validate_push_endpoint
 from chalicelib.core.errors import InvalidArgument
-from chalicelib.core.models import PushConfig, Subscription
+from chalicelib.core.wire.models import PushConfig, Subscription
 from chalicelib.delivery.push_request import http_poster
 from chalicelib.service import push_config
 from chalicelib.service.context import Context

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from chalicelib.core.models import ExpirationPolicy, PushConfig, Subscription, Topic
-from chalicelib.core.responses import EMPTY, MetricsResponse, Page, PublishResponse
+from chalicelib.core.wire.models import ExpirationPolicy, PushConfig, Subscription, Topic
+from chalicelib.core.wire.responses import EMPTY, MetricsResponse, Page, PublishResponse
 
 
 def test_page_leaves_out_empty_fields() -> None:

@@ -9,13 +9,13 @@ from typing import Any
 import fastavro
 import pytest
 
-from chalicelib.core.messages import NewMessage
 from chalicelib.core.schemas.avro import AvroSchema
 from chalicelib.core.schemas.compiled import CompiledCache, compile_spec, conforming
 from chalicelib.core.schemas.invalid import DefinitionInvalid, MessageInvalid
 from chalicelib.core.schemas.json_schema import JsonSchema
 from chalicelib.core.schemas.model import Encoding, SchemaRevision, SchemaSpec, SchemaType, parse_encoding, parse_type
 from chalicelib.core.schemas.protobuf import ProtoSchema
+from chalicelib.core.wire.messages import NewMessage
 
 PROTO3 = '''
 syntax = "proto3";

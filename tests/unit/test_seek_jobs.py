@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import cast
 
-from chalicelib.core import seek_jobs
-from chalicelib.core.seek_jobs import FAILED, RUNNING, SUCCEEDED, SeekJob
+from chalicelib.core.replay import seek_jobs
+from chalicelib.core.replay.seek_jobs import FAILED, RUNNING, SUCCEEDED, SeekJob
 
 T0 = 1_800_000_000.0
 

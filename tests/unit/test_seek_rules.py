@@ -1,4 +1,4 @@
-"""Seek and snapshot rules (core/seek.py) and the parsing of their requests (api/snapshot_requests.py)."""
+"""Seek and snapshot rules (core/replay/seek.py) and the parsing of their requests (api/snapshot_requests.py)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import pytest
 from chalicelib.api.snapshot_requests import create_snapshot_request, seek_request, update_snapshot_request
 from chalicelib.core import names
 from chalicelib.core.errors import FailedPrecondition, InvalidArgument
-from chalicelib.core.models import Subscription, Topic
-from chalicelib.core.seek import Restore, earliest_retained, key_bounds, replays_acked, snapshot_expiry
+from chalicelib.core.replay.seek import Restore, earliest_retained, key_bounds, replays_acked, snapshot_expiry
+from chalicelib.core.wire.models import Subscription, Topic
 
 NOW = 1_800_000_000.0
 DAY = 86_400

@@ -13,10 +13,11 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from chalicelib.config import Config
-from chalicelib.core import envelope, ids, limits, sqs_batches, sqs_limits
-from chalicelib.core.models import Subscription
+from chalicelib.core import ids, limits
 from chalicelib.core.payload import StoredMessage
+from chalicelib.core.queueing import envelope, sqs_batches, sqs_limits
 from chalicelib.core.records import SubscriptionRecord
+from chalicelib.core.wire.models import Subscription
 from chalicelib.service.enqueue import to_outgoing
 from chalicelib.store.log import LogEntry
 from chalicelib.store.queues import Outgoing, QueueStore

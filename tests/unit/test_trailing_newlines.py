@@ -12,8 +12,8 @@ import pytest
 from chalicelib.api.account_requests import user_name, user_request
 from chalicelib.core import names
 from chalicelib.core.errors import InvalidArgument
-from chalicelib.core.messages import decode_data
 from chalicelib.core.timefmt import parse_duration, parse_timestamp
+from chalicelib.core.wire.messages import decode_data
 from chalicelib.delivery.push_request import attribute_header
 
 REFUSED: list[tuple[Callable[[str], Any], str]] = [

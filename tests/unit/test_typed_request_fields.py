@@ -9,7 +9,7 @@ import pytest
 
 from chalicelib.api.account_requests import get_policy_request, set_policy_request
 from chalicelib.core.errors import InvalidArgument
-from chalicelib.core.models import PushConfig, Subscription, parse_model
+from chalicelib.core.wire.models import PushConfig, Subscription, parse_model
 
 ROLE = "roles/pubsub.subscriber"
 

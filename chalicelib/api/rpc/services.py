@@ -7,6 +7,7 @@ from collections import defaultdict
 
 import grpc
 
+from chalicelib.api.rpc import descriptors
 from chalicelib.api.rpc.outstanding import Outstanding
 from chalicelib.api.rpc.streaming import StreamingPull, StreamingPullRequest
 from chalicelib.api.rpc.transcoding import RPCS, SUBSCRIBER, Rpc
@@ -16,6 +17,7 @@ SERVICE_NAMES = tuple(sorted({rpc.service for rpc in RPCS}))
 
 
 def generic_handlers(outstanding: Outstanding | None = None) -> list[grpc.GenericRpcHandler]:
+    descriptors.register()  # so that server reflection can describe the services, not only list them
     shared = outstanding or Outstanding()
     by_service: dict[str, dict[str, Rpc]] = defaultdict(dict)
     for rpc in RPCS:

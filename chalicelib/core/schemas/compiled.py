@@ -16,10 +16,10 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Protocol, cast
 
-from chalicelib.core.messages import NewMessage
 from chalicelib.core.schemas import budget
 from chalicelib.core.schemas.invalid import DefinitionInvalid, MessageInvalid
 from chalicelib.core.schemas.model import MAX_DEFINITION_BYTES, Encoding, SchemaRevision, SchemaSpec, SchemaType
+from chalicelib.core.wire.messages import NewMessage
 
 SCHEMA_NAME = "googclient_schemaname"
 SCHEMA_ENCODING = "googclient_schemaencoding"

@@ -11,9 +11,9 @@ from enum import StrEnum
 from typing import Annotated, Any
 
 from chalicelib.core import names
+from chalicelib.core.access.references import READ_SCHEMA
 from chalicelib.core.errors import InvalidArgument
 from chalicelib.core.names import Name
-from chalicelib.core.references import READ_SCHEMA
 
 REVISION_SEPARATOR = "@"  # projects/p/schemas/s@{revision id} names one revision
 DELETED_SCHEMA = "_deleted-schema_"  # what a topic's schemaSettings.schema becomes when its schema is deleted
