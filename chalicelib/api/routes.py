@@ -159,14 +159,25 @@ ROUTE_PARAMETERS: Mapping[str, Route] = {
 }
 
 
+def _query(request: Request) -> dict[str, str]:
+    """The query parameters; each may be given once (which of two values counts would be a guess)."""
+    given = request.query_params
+    if given is None:
+        return {}
+    for key in given:
+        if len(given.getlist(key)) > 1:
+            raise InvalidArgument(f"Invalid query parameter {key[:100]!r}: it may be given only once.")
+    return dict(given)
+
+
 def dispatch(request: Request, route: str, params: Mapping[str, str]) -> Response:
     """Serve a REST request of ``route`` (a template of api/permissions.py) with its URL parameters."""
     if registry.is_public(route):
         return registry.table(route)[(request.method, "")](request)  # type: ignore[no-any-return]
     dialect = dialect_of(request.stage_vars)
-    query = dict(request.query_params or {})
 
     def run() -> Response:
+        query = _query(request)
         call = Call(dialect, route, request.method, params, lambda: _body(request), query,
                     credentials(request.headers or {}, query), request.context.get("path", ""))
         return json_response(execute(call), query)

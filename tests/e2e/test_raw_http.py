@@ -401,3 +401,9 @@ def test_concurrent_bad_and_good_requests(api: Api, names: dict[str, str]) -> No
         t.join(60)
     assert errors == []
     assert api.call("POST", names["sub_url"] + ":acknowledge", {"ackIds": [got[0]["ackId"]]}).json() == {}
+
+
+def test_a_query_parameter_given_twice_is_invalid(api: Api) -> None:
+    resp = requests.get(f"{api.base}/v1/projects/{PROJECT}/topics", params=[("pageSize", "2"), ("pageSize", "")],
+                        timeout=30)
+    assert resp.status_code == 400 and resp.json()["error"]["status"] == "INVALID_ARGUMENT"
