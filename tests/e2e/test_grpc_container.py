@@ -178,21 +178,32 @@ def test_streams_beyond_the_cap_end_unavailable_and_health_checks_still_answer(
         hold.wait(60)
 
     calls = [stream(requests()) for _ in range(3)]
+    ended = threading.Condition()
+    for call in calls:
+        call.add_done_callback(lambda _: _notify(ended))
     try:
-        deadline = time.monotonic() + 10
-        while not any(c.done() for c in calls) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        time.sleep(0.5)  # no second one ends
+        with ended:  # the refused one ends at once; no other ends while held
+            assert ended.wait_for(lambda: sum(c.done() for c in calls) >= 1, 10)
+            assert not ended.wait_for(lambda: sum(c.done() for c in calls) >= 2, 0.5)
         refused = [c for c in calls if c.done()]
         assert [c.code() for c in refused] == [grpc.StatusCode.UNAVAILABLE]
         assert "open streams" in refused[0].details()
         health = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=5)
         assert health.status == health_pb2.HealthCheckResponse.SERVING
         assert publisher.publish(topic, b"still served").result(timeout=30)
+        held = next(c for c in calls if not c.done())
+        held.cancel()
+        with ended:  # positive control: an end within that window is seen
+            assert ended.wait_for(lambda: sum(c.done() for c in calls) >= 2, 10)
     finally:
         hold.set()
         for call in calls:
             call.cancel()
+
+
+def _notify(condition: threading.Condition) -> None:
+    with condition:
+        condition.notify_all()
 
 
 @pytest.mark.parametrize(("env", "says"), [

@@ -12,8 +12,10 @@ tests/doc_blocks.py.
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -133,8 +135,25 @@ def _start(block: Block, command: list[str], workdir: Path, env: dict[str, str])
     with output.open("wb") as sink:
         process = subprocess.Popen(command, cwd=workdir, env={**env, "PYTHONUNBUFFERED": "1"}, stdout=sink,
                                    stderr=subprocess.STDOUT)
-    time.sleep(1.5)  # let it bind its port
+    _wait_listening(block.code, process)
     return Background(block, process, output)
+
+
+_LISTENS = re.compile(r"listens on https?://([\d.]+):(\d+)")
+
+
+def _wait_listening(code: str, process: subprocess.Popen[bytes], timeout: float = 30) -> None:
+    """Until the port a background block says it listens on accepts connections (or the block ends)."""
+    found = _LISTENS.search(code)
+    if found is None:
+        return
+    deadline = time.monotonic() + timeout
+    while process.poll() is None and time.monotonic() < deadline:
+        try:
+            socket.create_connection((found.group(1), int(found.group(2))), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.05)
 
 
 def _run_pass(page: Path, stacks: Stacks, workdir: Path) -> list[str]:

@@ -11,7 +11,6 @@ conflict, a missing resource, a refused body, or a read), so every cell runs aga
 from __future__ import annotations
 
 import json
-import os
 import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -19,14 +18,10 @@ from typing import Any
 
 import pytest
 from chalice.test import Client
-from moto import mock_aws
 
 from app import app
-from chalicelib import runtime
 from chalicelib.api import permissions, registry
-from chalicelib.config import Config
-from chalicelib.local.bootstrap import bootstrap
-from chalicelib.store import aws
+from tests.functional.app_client import app_client
 
 ADMIN_KEY = "matrix-admin-key-0123456789abcdefghijklmnop"
 OWN, OTHER, GHOST = "own-project", "other-project", "ghost-project"
@@ -223,23 +218,10 @@ def _set_up(api: Api) -> None:
 
 @pytest.fixture(scope="module")
 def api() -> Iterator[Api]:
-    saved = {k: os.environ.get(k) for k in [*ENV, "AWS_ENDPOINT_URL"]}
-    os.environ.update(ENV)
-    os.environ.pop("AWS_ENDPOINT_URL", None)
-    aws.reset_clients()
-    runtime.reset()
-    with mock_aws(), Client(app, stage_name="local") as client:
-        bootstrap(Config())
+    with app_client(ENV) as client:
         ready = Api(client)
         _set_up(ready)
         yield ready
-    runtime.reset()
-    aws.reset_clients()
-    for k, v in saved.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
 
 
 def expected(action: str, who: str, project: str, probe: Probe) -> tuple[int, str]:

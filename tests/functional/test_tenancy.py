@@ -14,7 +14,6 @@ from __future__ import annotations
 import base64
 import itertools
 import json
-import os
 import secrets
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -22,15 +21,10 @@ from typing import Any
 
 import pytest
 from chalice.test import Client
-from moto import mock_aws
 
-from app import app
-from chalicelib import runtime
 from chalicelib.api import routes
 from chalicelib.api.dialect import Dialect
-from chalicelib.config import Config
-from chalicelib.local.bootstrap import bootstrap
-from chalicelib.store import aws
+from tests.functional.app_client import app_client
 from tests.unit.test_references import declared_references
 
 ADMIN_KEY = "tenancy-admin-key-0123456789abcdefghijklmnop"
@@ -80,23 +74,10 @@ def _set_up(api: Api) -> None:
 
 @pytest.fixture(scope="module")
 def api() -> Iterator[Api]:
-    saved = {k: os.environ.get(k) for k in [*ENV, "AWS_ENDPOINT_URL"]}
-    os.environ.update(ENV)
-    os.environ.pop("AWS_ENDPOINT_URL", None)
-    aws.reset_clients()
-    runtime.reset()
-    with mock_aws(), Client(app, stage_name="local") as client:
-        bootstrap(Config())
+    with app_client(ENV) as client:
         ready = Api(client)
         _set_up(ready)
         yield ready
-    runtime.reset()
-    aws.reset_clients()
-    for k, v in saved.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
 
 
 @pytest.fixture
