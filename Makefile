@@ -7,11 +7,12 @@ DEV_STAMP := $(VENV)/.installed-dev
 PYTEST := $(BIN)/pytest
 ARGS ?=
 RECORD ?=
+CHECKOV_VENV := .venv-checkov
 
 .DEFAULT_GOAL := help
 .PHONY: help install install-run clients run run-aws check test lint ruff mypy unit functional package-tests e2e compat spark \
         bench bench-quick bench-spark fuzz race chaos soak compact retention metrics replay deploy destroy policies \
-        spark35 rehearse clean
+        spark35 rehearse clean emr-venv emr-imports emr-arm64 emr-deploy emr-destroy emr-run
 
 help: ## List the targets (this text)
 	@echo "Metro: a Google Pub/Sub REST v1 compatible service on AWS. Targets:"
@@ -75,7 +76,7 @@ unit: $(DEV_STAMP) ## Unit tests: pure core, no AWS (-m unit)
 functional: $(DEV_STAMP) ## Functional tests: handlers and stores on in-process moto (-m functional)
 	$(PYTEST) -q -m functional
 
-package-tests: $(DEV_STAMP) ## Packaging tests: chalice package, cfn-lint, the bundle and the pyarrow layer (-m package)
+package-tests: $(DEV_STAMP) $(CHECKOV_VENV)/.installed $(PACKAGE_VENV)/.installed ## Packaging tests: chalice package, cfn-lint, the bundle and the pyarrow layer (-m package)
 	$(PYTEST) -q -m package
 
 e2e: $(DEV_STAMP) ## End-to-end tests: the real stack as a subprocess, Google's clients (-m e2e)
@@ -103,13 +104,44 @@ spark35: $(SPARK35)/.installed ## The Spark tests on PySpark 3.5, the Spark of E
 	$(SPARK35)/bin/python -c "import pyspark; print('PySpark', pyspark.__version__)"
 	$(SPARK35)/bin/pytest -q -p no:cacheprovider -m spark tests/spark
 
+# The policy check of the merged app template (infra/policy_check.py, tests/package/test_template_policies.py): checkov
+# and the SAM transform in a venv of their own, since checkov pins boto3, botocore and packaging below the dev pins
+# (requirements-checkov.txt; about 20 s to install, 290 MB).
+$(CHECKOV_VENV)/.installed: requirements-checkov.txt
+	test -x $(CHECKOV_VENV)/bin/python || $(PY) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/python -m pip install -q --disable-pip-version-check -r requirements-checkov.txt
+	touch $@
+
+# Lambda runs the functions on python3.12 (infra/lambda_runtime.py), and `chalice package` bundles the wheels of the
+# Python it runs on: it runs from .venv-package, Python 3.12 with requirements.txt, chalice and the runtime's boto3.
+# LAMBDA_PY: that interpreter (default: python3.12 on the PATH, else pyenv's).
+LAMBDA_PY ?= $(shell for p in python3.12 $$HOME/.pyenv/versions/3.12*/bin/python3.12; do \
+  "$$p" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 12))' >/dev/null 2>&1 && { echo "$$p"; break; }; done)
+PACKAGE_VENV := .venv-package
+LAMBDA_VENV_CHECK = '$(LAMBDA_PY)' -c 'import sys; sys.exit(sys.version_info[:2] != (3, 12))' 2>/dev/null || \
+  { echo "packaging for Lambda's python3.12 needs Python 3.12: install it, or point LAMBDA_PY at one"; exit 1; }
+$(PACKAGE_VENV)/.installed: requirements.txt requirements-run.txt
+	@$(LAMBDA_VENV_CHECK)
+	@echo "==> installing $(PACKAGE_VENV) (Python 3.12 for Lambda's python3.12: requirements.txt, chalice, boto3; ~130 MB)"
+	rm -rf $(PACKAGE_VENV) && '$(LAMBDA_PY)' -m venv $(PACKAGE_VENV)
+	$(PACKAGE_VENV)/bin/python -m pip install -q --disable-pip-version-check -r requirements.txt \
+	  $$(grep -E '^(chalice|boto3)==' requirements-run.txt)
+	touch $@
+
 check: lint ## The quick loop: ruff, mypy, unit and functional tests (well under a minute on 2 idle CPUs)
 	@echo "==> unit and functional tests"
 	$(PYTEST) -q -n 2 -m "unit or functional"
 
-test: lint ## Everything CI runs: ruff, mypy, then every tier on two workers (about 5 minutes)
+# Every process of the run (the pytest workers, the stacks they start) records its AWS calls by acting function
+# under IAM_CALLS (chalicelib/store/call_record.py); the IAM gate then checks them against the per-function
+# policies: a call not allowed, or a grant no call used, fails the target (infra/iam_gate.py).
+IAM_CALLS := build/iam-calls
+test: lint $(CHECKOV_VENV)/.installed $(PACKAGE_VENV)/.installed ## Everything CI runs: ruff, mypy, then every tier on two workers (about 5 minutes), then the IAM gate
 	@echo "==> every test tier (unit, functional, package, e2e, compat, spark) on two workers"
-	$(PYTEST) -q -n 2 --dist loadfile
+	rm -rf $(IAM_CALLS) && mkdir -p $(IAM_CALLS)
+	METRO_IAM_RECORD=$(CURDIR)/$(IAM_CALLS) $(PYTEST) -q -n 2 --dist loadfile
+	@echo "==> the IAM gate: the recorded calls against .chalice/policy-dev-*.json"
+	$(BIN)/python -m infra.iam_gate $(IAM_CALLS)
 
 # --- benchmarks: they write under bench/out/ (untracked); RECORD=1 writes the tracked figures -------------------
 bench: $(DEV_STAMP) ## Benchmark scenarios on the embedded stack -> bench/out/ (RECORD=1: bench/results.json, chart, docs table)
@@ -121,6 +153,10 @@ bench-quick: $(DEV_STAMP) ## A few hundred messages per scenario (CI) -> bench/o
 
 bench-spark: $(DEV_STAMP) ## Compaction of 100,000 messages, own emulator -> bench/out/ (RECORD=1: tracked file)
 	$(BIN)/python -m spark_emr.bench $(if $(RECORD),--record) $(ARGS)
+
+.PHONY: capacity
+capacity: $(DEV_STAMP) ## A simulated day against AWS's default quotas: peak concurrency, throttles, $ per M (PROFILE=...)
+	$(BIN)/python -m bench.capacity --profile $(or $(PROFILE),default) $(ARGS)
 
 # --- reliability: fuzzing from the OpenAPI description, racing consumers (QUICK=1: the short forms CI runs) -----
 fuzz: $(DEV_STAMP) ## schemathesis from /openapi.json on the local stack, open and keys mode -> bench/out/fuzz.json
@@ -155,26 +191,69 @@ STAGE ?= dev
 # in the default VPC's default subnets unless GRPC_SUBNETS=subnet-a,subnet-b (two zones at least).
 GRPC_FLAGS = $(if $(GRPC),--grpc --grpc-image '$(GRPC_IMAGE)' --grpc-certificate-arn '$(GRPC_CERTIFICATE_ARN)' \
   $(if $(GRPC_SUBNETS),--grpc-subnet-ids '$(GRPC_SUBNETS)'))
-deploy: $(DEV_STAMP) ## Deploy stage STAGE to AWS (storage, secrets, app; GRPC=1: the gRPC edge too; re-runnable)
+deploy: $(DEV_STAMP) $(PACKAGE_VENV)/.installed ## Deploy stage STAGE to AWS (storage, secrets, app; GRPC=1: the gRPC edge too; re-runnable)
 	$(BIN)/python -m infra.deploy deploy --stage $(STAGE) $(GRPC_FLAGS)
 
 destroy: $(DEV_STAMP) ## Remove stage STAGE's app and gRPC edge; keeps tables and bucket unless DELETE_DATA=1
 	$(BIN)/python -m infra.deploy destroy --stage $(STAGE) $(if $(DELETE_DATA),--delete-data)
 
+# --- the Spark jobs on AWS (docs/pipeline.md "Running on EMR"): EMR Serverless, arm64 (infra/emr/serverless.py) ---
+# .venv-emr: exactly infra/emr/requirements-emr.txt plus the PySpark of EMR 7, which EMR provides; the import check
+# runs every module the jobs load in it, with nothing on the path but the repository, and the environment archive's
+# tests (EMR_BUILD: pip downloads the arm64 wheels, ~80 MB once).
+EMR_VENV := .venv-emr
+$(EMR_VENV)/.installed: infra/emr/requirements-emr.txt
+	test -x $(EMR_VENV)/bin/python || $(PY) -m venv $(EMR_VENV)
+	@$(EMR_VENV)/bin/python -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' || \
+	  { echo "$(EMR_VENV) must be Python 3.11, the jobs' on EMR: rm -rf $(EMR_VENV); make PY=python3.11 ..."; exit 1; }
+	@echo "==> installing $(EMR_VENV): infra/emr/requirements-emr.txt and $(SPARK35_PYSPARK) (what EMR 7 provides)"
+	$(EMR_VENV)/bin/python -m pip install -q --disable-pip-version-check -r infra/emr/requirements-emr.txt \
+	  $(SPARK35_PYSPARK)
+	touch $@
+
+emr-imports: $(DEV_STAMP) $(EMR_VENV)/.installed ## Import every module the EMR jobs load in .venv-emr (requirements-emr.txt only)
+	$(BIN)/python -m infra.emr.imports --python $(EMR_VENV)/bin/python
+	METRO_EMR_VENV_REQUIRED=1 METRO_EMR_BUILD=1 $(PYTEST) -q -p no:cacheprovider \
+	  tests/package/test_emr_imports.py tests/package/test_emr_venv.py
+
+# Not in CI: needs Debian 12's apt sources (its arm64 python3.11) and qemu-user; about a minute once downloaded.
+emr-arm64: $(DEV_STAMP) ## The arm64 environment run under qemu: Debian's arm64 python3.11, the imports, the pure job tests
+	command -v qemu-aarch64 >/dev/null || apt-get install -y -q qemu-user
+	$(BIN)/python -m infra.emr.arm64
+
+# EMR_PYTHON: a CPython 3.11 for arm64 to copy into the archive (on an arm64 builder, e.g. /usr/bin/python3.11 on
+# Amazon Linux 2023); without it bin/python is a symlink to /usr/bin/python3.11 (docs/pipeline.md says when that runs)
+emr-venv: $(DEV_STAMP) ## Build dist/emr/venv.tar.gz: requirements-emr.txt for arm64 (EMR_PYTHON=...: with its interpreter)
+	$(BIN)/python -m infra.emr.venv $(if $(EMR_PYTHON),--interpreter $(EMR_PYTHON))
+
+EMR_FLAGS = $(if $(EMR_VENV_ARCHIVE),--venv $(EMR_VENV_ARCHIVE)) $(if $(EMR_PYTHON),--interpreter $(EMR_PYTHON)) \
+  $(if $(ALARM_TOPIC_ARN),--alarm-topic-arn $(ALARM_TOPIC_ARN))
+emr-deploy: $(DEV_STAMP) $(PACKAGE_VENV)/.installed ## Deploy stage STAGE's Spark jobs to EMR Serverless (after `make deploy`; EMR_VENV_ARCHIVE=, ALARM_TOPIC_ARN=)
+	$(BIN)/python -m infra.emr.serverless deploy --stage $(STAGE) $(EMR_FLAGS) $(ARGS)
+
+emr-run: $(DEV_STAMP) ## Start one job now on EMR Serverless: make emr-run STAGE=dev JOB=compact [ARGS="-- --min-age-seconds 0"]
+	$(BIN)/python -m infra.emr.serverless run --stage $(STAGE) --job $(JOB) $(ARGS)
+
+emr-destroy: $(DEV_STAMP) ## Remove stage STAGE's EMR Serverless stack (code and logs under emr/ in the bucket stay)
+	$(BIN)/python -m infra.emr.serverless destroy --stage $(STAGE)
+
 # The packaged artifact in an emulator that runs the functions and their event source mappings: ministack in its own
 # venv (it pins botocore), on a free port, or REHEARSE_ENDPOINT (LocalStack: http://localhost:4566). ARGS go to pytest.
 REHEARSE_VENV := .venv-rehearse
+# ministack runs the functions with its own Python: Lambda's, 3.12.
 $(REHEARSE_VENV)/.installed: requirements-rehearse.txt
-	test -x $(REHEARSE_VENV)/bin/python || $(PY) -m venv $(REHEARSE_VENV)
+	@$(LAMBDA_VENV_CHECK)
+	$(REHEARSE_VENV)/bin/python -c 'import sys; sys.exit(sys.version_info[:2] != (3, 12))' 2>/dev/null || \
+	  { rm -rf $(REHEARSE_VENV) && '$(LAMBDA_PY)' -m venv $(REHEARSE_VENV); }
 	@echo "==> installing the rehearsal's emulator (requirements-rehearse.txt: ministack and its pins; ~100 MB)"
 	$(REHEARSE_VENV)/bin/python -m pip install -q --disable-pip-version-check -r requirements-rehearse.txt
 	touch $@
 
-rehearse: $(DEV_STAMP) $(if $(REHEARSE_ENDPOINT),,$(REHEARSE_VENV)/.installed) ## Deploy the packaged app into an emulator twice, then its e2e tests
+rehearse: $(DEV_STAMP) $(PACKAGE_VENV)/.installed $(if $(REHEARSE_ENDPOINT),,$(REHEARSE_VENV)/.installed) ## Deploy the packaged app into an emulator twice, then its e2e tests
 	$(BIN)/python -m infra.rehearse -- $(ARGS)
 
 policies: $(DEV_STAMP) ## Regenerate the per-function IAM policies of .chalice/
 	$(BIN)/python -m infra.policies
 
 clean: ## Remove .venv, caches and bench/out/
-	rm -rf $(VENV) $(SPARK35) $(REHEARSE_VENV) .pytest_cache .mypy_cache .ruff_cache bench/out
+	rm -rf $(VENV) $(SPARK35) $(REHEARSE_VENV) $(CHECKOV_VENV) $(EMR_VENV) .pytest_cache .mypy_cache .ruff_cache bench/out

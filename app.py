@@ -11,10 +11,12 @@ from chalicelib import config
 from chalicelib.api import registry, routes
 from chalicelib.api.http import CONTENT_TYPES, in_google_envelope
 from chalicelib.delivery import event_handlers
+from chalicelib.observability import catalog, logs
+from chalicelib.observability.handlers import api_request, fanout_ids, observed, push_ids, schedule_ids, seek_ids
 
 app = Chalice(app_name="metro")
-app.log.setLevel(config.log_level())  # Chalice sets its "metro" logger to ERROR: Metro's warnings would vanish
 app.api.binary_types = []  # bodies are JSON; keep them as text
+logs.configure()  # JSON lines deployed, text locally (METRO_LOG_FORMAT); redacted either way
 
 
 def _request() -> Request:
@@ -24,6 +26,13 @@ def _request() -> Request:
 
 
 _ALL = ["GET", "PUT", "PATCH", "DELETE", "POST"]
+
+
+@app.middleware("http")
+def observe(request: Request, get_response: Callable[[Request], Response]) -> Response:
+    """The API Gateway request id on every log line of the call; the metrics flushed after it."""
+    with api_request((request.context or {}).get("requestId"), getattr(request, "lambda_context", None)):
+        return get_response(request)
 
 
 @app.middleware("http")
@@ -48,6 +57,7 @@ for _route in registry.ROUTES:
 
 
 @app.schedule(Rate(1, unit=Rate.MINUTES), name="maintenance")  # the dead-letter sweep; idle expiry hourly
+@observed(schedule_ids, heartbeat=catalog.MAINTENANCE_HEARTBEAT)
 def maintenance(event: Any) -> dict[str, Any]:
     return event_handlers.maintenance(event.to_dict(), event.context)
 
@@ -55,17 +65,20 @@ def maintenance(event: Any) -> dict[str, Any]:
 # The messages table's stream drives fan-out (ReportBatchItemFailures is set by infra/).
 @app.on_dynamodb_record(stream_arn=config.messages_stream_arn(),
                         batch_size=100, starting_position="TRIM_HORIZON", name="fanout")
+@observed(fanout_ids)
 def fanout(event: Any) -> dict[str, Any]:
     return event_handlers.fanout(event.to_dict(), event.context)
 
 
 # Fed by one event source mapping per push subscription queue, which Metro manages (store/mappings.py).
 @app.lambda_function(name="push")
+@observed(push_ids)
 def push(event: dict[str, Any], context: Any) -> dict[str, Any]:
     return event_handlers.push(event, context)
 
 
 # A large seek's background fill, invoked asynchronously by the seek call, by itself and by maintenance.
 @app.lambda_function(name="seek_worker")
+@observed(seek_ids)
 def seek_worker(event: dict[str, Any], context: Any) -> dict[str, Any]:
     return event_handlers.seek_worker(event, context)

@@ -33,9 +33,40 @@ def messages_stream_arn() -> str:
     return _env("METRO_MESSAGES_STREAM_ARN", "arn:aws:dynamodb:local")
 
 
+def iam_record_dir() -> str:
+    """METRO_IAM_RECORD: a directory where each process appends the AWS calls it makes, by acting function, for
+    the IAM conformance gate of ``make test`` (chalicelib/store/call_record.py, infra/iam_gate.py); empty: off."""
+    return _env("METRO_IAM_RECORD", "").strip()
+
+
 def log_level() -> str:
     """METRO_LOG_LEVEL: the level of Metro's loggers (``metro.*``)."""
     return _env("METRO_LOG_LEVEL", "INFO").strip().upper()
+
+
+def deployed() -> bool:
+    """METRO_MODE=aws: running as the deployed functions (the deploy sets it), not the local stack."""
+    return _env("METRO_MODE", "local") == "aws"
+
+
+def log_format() -> str:
+    """METRO_LOG_FORMAT: ``json`` (Powertools' structured lines, one JSON object per record) or ``text``; json when
+    deployed (METRO_MODE=aws), text locally."""
+    raw = _env("METRO_LOG_FORMAT", "").strip().lower() or ("json" if deployed() else "text")
+    if raw not in ("json", "text"):
+        raise ValueError(f"METRO_LOG_FORMAT must be json or text, not {raw!r}")
+    return raw
+
+
+def metrics_enabled() -> bool:
+    """METRO_METRICS: emit Metro's CloudWatch metrics (embedded metric format lines on stdout); on when deployed."""
+    return flag("METRO_METRICS", deployed())
+
+
+def metrics_resource_dimensions() -> bool:
+    """METRO_METRICS_RESOURCE_DIMENSIONS: also emit the message counts per topic and per subscription (one custom
+    metric per resource and metric name: docs/operations.md has the cost); off by default."""
+    return flag("METRO_METRICS_RESOURCE_DIMENSIONS", False)
 
 
 MAX_AUTH_CACHE_SECONDS = 60.0
@@ -99,6 +130,10 @@ class Config:
     # Topics with more subscriptions than this are fanned out by the stream handler, not by publish.
     direct_fanout_max_subscriptions: int = field(
         default_factory=lambda: int(_env("METRO_DIRECT_FANOUT_MAX_SUBSCRIPTIONS", "20")))
+    # The maintenance run fans out again what is still unfanned this long after its publish (a fan-out outage),
+    # at most fanout_catchup_batch publish requests per run.
+    fanout_catchup_seconds: float = field(default_factory=lambda: float(_env("METRO_FANOUT_CATCHUP_SECONDS", "900")))
+    fanout_catchup_batch: int = field(default_factory=lambda: int(_env("METRO_FANOUT_CATCHUP_BATCH", "500")))
     # A pull that holds messages collects until an empty receive, and then keeps polling until this long
     # after its first message (fuller pulls, higher latency).
     pull_linger_seconds: float = field(default_factory=lambda: float(_env("METRO_PULL_LINGER_MS", "0")) / 1000)

@@ -21,7 +21,10 @@ from chalicelib.service.schemas import SchemaService
 from chalicelib.service.seek import SeekService
 from chalicelib.service.snapshots import SnapshotService
 from chalicelib.service.usage import UsageService
+from chalicelib.store.call_record import acting_as
 from chalicelib.store.secrets import load_secrets
+
+__all__ = ["Services", "acting_as", "check_secrets", "reset", "services", "with_stored_secrets"]
 
 MIN_ADMIN_KEY_CHARS = 32
 

@@ -26,3 +26,22 @@ def add_ams_api(resources: Template, outputs: Template) -> None:
     stage = api["Properties"]["StageName"]
     outputs["AmsEndpointURL"] = {"Value": {"Fn::Sub": f"https://${{{AMS_API_ID}}}.execute-api.${{AWS::Region}}."
                                                     f"${{AWS::URLSuffix}}/{stage}/"}}
+
+
+AMS_DOMAIN_ID, AMS_MAPPING_ID = "AmsDomainName", "AmsBasePathMapping"
+
+
+def add_ams_domain(resources: Template, outputs: Template, domain: str, certificate_arn: str) -> None:
+    """The AMS API at ``https://{domain}/v1/...``, as argo-ams-library calls it: a regional custom domain (the
+    ACM certificate of ``domain``, in the stage's region) mapped, with no base path, to the AMS API's stage. The
+    ``AmsDomainTarget`` output is the name a DNS CNAME (or a Route 53 alias) of ``domain`` points at."""
+    stage = resources[AMS_API_ID]["Properties"]["StageName"]
+    resources[AMS_DOMAIN_ID] = {"Type": "AWS::ApiGateway::DomainName", "Properties": {
+        "DomainName": domain, "RegionalCertificateArn": certificate_arn, "SecurityPolicy": "TLS_1_2",
+        "EndpointConfiguration": {"Types": ["REGIONAL"]}}}
+    resources[AMS_MAPPING_ID] = {
+        "Type": "AWS::ApiGateway::BasePathMapping",
+        "DependsOn": [f"{AMS_API_ID}{stage}Stage"],  # SAM's logical id of the API's stage
+        "Properties": {"DomainName": {"Ref": AMS_DOMAIN_ID}, "RestApiId": {"Ref": AMS_API_ID}, "Stage": stage}}
+    outputs["AmsDomainTarget"] = {"Value": {"Fn::GetAtt": [AMS_DOMAIN_ID, "RegionalDomainName"]}}
+    outputs["AmsDomainURL"] = {"Value": f"https://{domain}/"}

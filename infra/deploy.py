@@ -1,6 +1,6 @@
 """Deploy Metro to AWS (or an emulator at ``AWS_ENDPOINT_URL``) with boto3 only: no AWS CLI.
 
-    python -m infra.deploy deploy  --stage dev [--parallelization-factor 4] [--alarm-topic-arn ARN]
+    python -m infra.deploy deploy  --stage dev [--parallelization-factor 4] [--alarm-email A | --alarm-topic-arn ARN]
                                    [--grpc --grpc-image IMAGE --grpc-certificate-arn ARN [--grpc-subnet-ids A,B]]
     python -m infra.deploy destroy --stage dev [--delete-data]
 
@@ -28,8 +28,6 @@ import hashlib
 import json
 import os
 import re
-import subprocess
-import sys
 import tempfile
 import uuid
 from dataclasses import dataclass
@@ -38,8 +36,9 @@ from typing import Any
 
 import typer
 
-from infra import grpc_stack, layer, secrets, template
+from infra import concurrency, grpc_stack, lambda_runtime, layer, secrets, template
 from infra.names import StageNames, check_stage, resolve
+from infra.stage_data import delete_stage_data, remove_push_mappings, repair_push_mappings
 
 ROOT = Path(__file__).resolve().parents[1]
 STORAGE_TEMPLATE = ROOT / "infra" / "resources.json"
@@ -157,10 +156,12 @@ def storage_parameters(t: Target) -> dict[str, str]:
 
 
 def package(stage: str, region: str, out: Path) -> tuple[template.Template, Path]:
-    """``chalice package`` of the stage: the SAM template and the bundle (reproducible bytes)."""
-    chalice = Path(sys.executable).parent / "chalice"
-    env = {**os.environ, "AWS_DEFAULT_REGION": region}
-    subprocess.run([str(chalice), "package", "--stage", stage, str(out)], cwd=ROOT, env=env, check=True)
+    """``chalice package`` of the stage for Lambda's runtime (infra/lambda_runtime.py): the SAM template and the
+    bundle (reproducible bytes)."""
+    done = lambda_runtime.chalice_package(stage, out, region)
+    typer.echo(done.stdout, nl=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"chalice package failed:\n{done.stderr[-3000:]}")
     return json.loads((out / "sam.json").read_text()), out / "deployment.zip"
 
 
@@ -210,8 +211,10 @@ def deploy_stage(t: Target, settings: dict[str, Any], workdir: Path) -> tuple[bo
     changed = apply_change_set(cfn, t.names.app_stack, source, {}) or changed
     if repair_push_mappings(session_client("lambda", t.region), t.names.function("push")):
         changed = True
-    endpoint = outputs(cfn, t.names.app_stack).get("EndpointURL", "")
-    return changed, reachable_endpoint(endpoint, cfn.meta.endpoint_url)
+    found = outputs(cfn, t.names.app_stack)
+    if found.get("AmsDomainTarget"):
+        typer.echo(f"AMS dialect: {found['AmsDomainURL']} once its DNS name points at {found['AmsDomainTarget']}")
+    return changed, reachable_endpoint(found.get("EndpointURL", ""), cfn.meta.endpoint_url)
 
 
 @dataclass(frozen=True)
@@ -271,52 +274,34 @@ def deploy_grpc(t: Target, edge: GrpcEdge) -> tuple[bool, str]:
     return changed, outputs(cfn, t.names.grpc_stack).get("LoadBalancerDNSName", "")
 
 
-def _push_mappings(lam: Any, function: str) -> list[dict[str, Any]]:
-    pages = lam.get_paginator("list_event_source_mappings").paginate(FunctionName=function)
-    return [m for page in pages for m in page.get("EventSourceMappings", [])]
-
-
-def repair_push_mappings(lam: Any, function: str) -> int:
-    """Metro makes each push subscription's queue mapping with partial batch failure reports
-    (chalicelib/store/mappings.py); turn them on for any mapping made without (by hand, by an old version)."""
-    repaired = 0
-    for mapping in _push_mappings(lam, function):
-        if "ReportBatchItemFailures" not in mapping.get("FunctionResponseTypes", []):
-            lam.update_event_source_mapping(UUID=mapping["UUID"], FunctionResponseTypes=["ReportBatchItemFailures"])
-            repaired += 1
-    return repaired
-
-
-def remove_push_mappings(lam: Any, function: str) -> int:
-    """Delete the event source mappings Metro made for push subscriptions (not part of any stack)."""
-    uuids = [m["UUID"] for m in _push_mappings(lam, function)]
-    for mapping in uuids:
-        lam.delete_event_source_mapping(UUID=mapping)
-    return len(uuids)
-
-
-def delete_stage_data(t: Target) -> None:
-    """Tables, bucket (emptied first), subscription queues and the fan-out DLQ of the stage."""
-    ddb, s3, sqs = (session_client(s, t.region) for s in ("dynamodb", "s3", "sqs"))
-    for table in t.names.tables:
-        with contextlib.suppress(ddb.exceptions.ResourceNotFoundException):
-            ddb.delete_table(TableName=table)
-    for page in s3.get_paginator("list_object_versions").paginate(Bucket=t.bucket):
-        doomed = [{"Key": v["Key"], "VersionId": v["VersionId"]}
-                  for v in page.get("Versions", []) + page.get("DeleteMarkers", [])]
-        if doomed:
-            s3.delete_objects(Bucket=t.bucket, Delete={"Objects": doomed, "Quiet": True})
-    s3.delete_bucket(Bucket=t.bucket)
-    for prefix in (t.names.queue_prefix + "-", t.names.dlq):
-        for url in sqs.list_queues(QueueNamePrefix=prefix).get("QueueUrls", []):
-            sqs.delete_queue(QueueUrl=url)
-
-
 # --- the commands -----------------------------------------------------------------------------
 
 
 def _region(region: str) -> str:
-    return region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
+    """--region, else AWS_REGION, else the boto3 session's (AWS_DEFAULT_REGION, the profile's configuration)."""
+    import boto3
+
+    found = region or os.environ.get("AWS_REGION") or boto3.session.Session().region_name
+    if not found:
+        typer.echo("no region: pass --region, set AWS_REGION, or configure the profile's region", err=True)
+        raise typer.Exit(2)
+    return str(found)
+
+
+def concurrency_plan(t: Target, push_cap: int) -> concurrency.Plan:
+    """The stage's reserved concurrency for this account (infra/concurrency.py), its notes printed."""
+    lam = session_client("lambda", t.region)
+    limits = lam.get_account_settings()["AccountLimit"]
+    current = {}
+    for function in ("maintenance", "push"):
+        with contextlib.suppress(lam.exceptions.ResourceNotFoundException):
+            reserved = lam.get_function_concurrency(FunctionName=t.names.function(function))
+            current[function] = int(reserved.get("ReservedConcurrentExecutions", 0))
+    found = concurrency.plan(concurrency.Account(int(limits["ConcurrentExecutions"]),
+                                                 int(limits["UnreservedConcurrentExecutions"])), current, push_cap)
+    for note in found.notes:
+        typer.echo(f"note: {note}", err=True)
+    return found
 
 
 @cli.command()
@@ -325,7 +310,11 @@ def deploy(
     region: str = typer.Option("", help="default: AWS_REGION / AWS_DEFAULT_REGION"),
     parallelization_factor: int = typer.Option(4, min=1, max=10, help="concurrent fan-out batches per shard"),
     maximum_retry_attempts: int = typer.Option(100, min=0, max=10000, help="retries of a failing fan-out batch"),
-    alarm_topic_arn: str = typer.Option("", help="SNS topic told when the fan-out DLQ holds records"),
+    alarm_topic_arn: str = typer.Option("", help="an existing SNS topic for the alarms (default: the stack's own)"),
+    alarm_email: str = typer.Option("", help="an e-mail address subscribed to the stack's alarm topic"),
+    push_concurrency: int = typer.Option(100, min=2, help="cap on push deliveries at once, all subscriptions"),
+    ams_domain: str = typer.Option("", help="host name of the AMS dialect (argo-ams-library needs one)"),
+    ams_certificate_arn: str = typer.Option("", help="--ams-domain: its ACM certificate, in the stage's region"),
     grpc: bool = typer.Option(False, "--grpc", help="also deploy the gRPC edge stack (ECS Fargate behind an ALB)"),
     grpc_image: str = typer.Option("", help="--grpc: the image of infra/grpc/Dockerfile (arm64), e.g. in ECR"),
     grpc_certificate_arn: str = typer.Option("", help="--grpc: the ACM certificate of the host name clients use"),
@@ -343,13 +332,19 @@ def deploy(
         typer.echo(f"stage {stage} is configured with METRO_AUTH=open, which a deployed Metro refuses (every caller "
                    "would be the service admin of every project): remove it, keys mode is the default", err=True)
         raise typer.Exit(1)
+    if bool(ams_domain) != bool(ams_certificate_arn):
+        typer.echo("--ams-domain and --ams-certificate-arn go together", err=True)
+        raise typer.Exit(2)
     t = target(stage, _region(region))
     edge = checked_grpc_edge(t, grpc_stack.Settings(stage, grpc_image, cpu=grpc_cpu, memory=grpc_memory,
                                                     max_tasks=grpc_max_tasks,
                                                     connections_per_task=grpc_connections_per_task),
                              grpc_certificate_arn, grpc_vpc_id, grpc_subnet_ids) if grpc else None
     settings = {"parallelization_factor": parallelization_factor,
-                "maximum_retry_attempts": maximum_retry_attempts, "alarm_topic_arn": alarm_topic_arn}
+                "maximum_retry_attempts": maximum_retry_attempts, "alarm_topic_arn": alarm_topic_arn,
+                "alarm_email": alarm_email,
+                "reserved_concurrency": concurrency_plan(t, push_concurrency).reservations,
+                "ams_domain": ams_domain, "ams_certificate_arn": ams_certificate_arn}
     with tempfile.TemporaryDirectory(prefix="metro-package-") as workdir:
         changed, endpoint = deploy_stage(t, settings, Path(workdir))
     grpc_line = ""
@@ -382,7 +377,7 @@ def destroy(
         cfn.delete_stack(StackName=stack)
         cfn.get_waiter("stack_delete_complete").wait(StackName=stack, WaiterConfig=WAIT)
     if delete_data:
-        delete_stage_data(t)
+        delete_stage_data(t.names, t.bucket, *(session_client(s, t.region) for s in ("dynamodb", "s3", "sqs")))
     typer.echo(f"deleted {', '.join(deleted) or 'no stack'} and {removed} push mappings"
                + ("" if delete_data else f"; kept tables {', '.join(t.names.tables)} and bucket {t.bucket}"))
 

@@ -1,6 +1,7 @@
 """The pyarrow Lambda layer: what the functions need to read a compacted body from the Parquet archive.
 
-The deploy downloads pyarrow's wheel for Lambda's platform (manylinux2014 x86_64, CPython 3.11),
+The deploy downloads pyarrow's wheel for Lambda's platform (Amazon Linux 2023, glibc 2.34: manylinux_2_28 x86_64,
+CPython 3.12, infra/lambda_runtime.py),
 keeps the modules reading Parquet needs (the core, compute, dataset, acero, parquet) and leaves out
 what it does not (Flight, the Substrait and ORC modules, tests, C++ headers and Cython sources), so the layer and the
 bundle stay well inside Lambda's 250 MB unzipped limit. The layer puts ``pyarrow`` under ``python/``,
@@ -15,6 +16,8 @@ import sys
 import zipfile
 from pathlib import Path
 
+from infra import lambda_runtime
+
 PACKAGES = ("pyarrow",)  # numpy is optional for pyarrow and chalicelib.store.archive does not use it
 EXCLUDED = re.compile(
     r"(^|/)(tests|include|src)/"
@@ -24,13 +27,12 @@ EXCLUDED = re.compile(
     r"|(^|/)_dataset_orc[^/]*$"
     r"|(^|/)__pycache__/"
 )
-# Lambda's python3.11 runtime runs on Amazon Linux 2 (glibc 2.26): only manylinux2014 (glibc 2.17) wheels load
-# there. pyarrow publishes manylinux_2_28 wheels only from 21.0 on, so the layer keeps the last release with a
-# manylinux2014 wheel; it reads the Parquet files the Spark jobs write with the newer pyarrow of requirements-dev.txt
-# (tests/package/test_lambda_layer.py reads an archive file with this very wheel).
-LAYER_PYARROW = "20.0.0"
-LAMBDA_PLATFORM = ("--platform", "manylinux2014_x86_64", "--python-version", "3.11", "--implementation", "cp",
-                   "--only-binary=:all:")
+# The pyarrow of requirements-dev.txt, which the Spark jobs write the archive with (tests/package/test_lambda_layer.py
+# reads an archive file with this very wheel). Lambda's python3.12 runtime has glibc 2.34, so pyarrow's
+# manylinux_2_28 wheels load there.
+LAYER_PYARROW = "26.0.1"
+LAMBDA_PLATFORM = ("--platform", "manylinux_2_28_x86_64", "--platform", "manylinux2014_x86_64",
+                   "--python-version", lambda_runtime.PYTHON_VERSION, "--implementation", "cp", "--only-binary=:all:")
 
 
 def download(dest: Path, wheels: Path | None = None) -> Path:

@@ -3,13 +3,17 @@
     python -m infra.policies          # rewrite .chalice/policy-<stage>-<function>.json
     python -m infra.policies --check  # exit 1 when a file differs from what this module generates
 
-Each function gets what its handlers call and nothing more: named actions (no wildcards) on the
-stage's own tables, bucket prefixes, queues and log groups. ARNs carry ``${AWS::Partition}``,
-``${AWS::Region}`` and ``${AWS::AccountId}`` inside ``Fn::Sub``: ``chalice package`` copies the
-documents into the template and CloudFormation resolves them. Two Lambda actions have no resource
-type (``ListEventSourceMappings``) or none at creation (``CreateEventSourceMapping``): they are granted on
-``*``, the latter only with the condition that the mapping feeds the stage's push function. So is
-``cloudwatch:GetMetricStatistics`` (the API's read of a queue's oldest message age), which has none either.
+Each function gets what its handlers call and nothing more, by measurement: `make test` records every AWS call by
+the function that makes it and infra/iam_gate.py fails on a call a policy does not allow and on a grant no call
+used (the grants AWS itself uses with the role, such as the runtime's log writes, are its declared exemptions).
+Named actions (no wildcards) on the stage's own tables (per table), bucket prefixes, queues and log group. ARNs
+carry ``${AWS::Partition}``, ``${AWS::Region}`` and ``${AWS::AccountId}`` inside ``Fn::Sub``: ``chalice package``
+copies the documents into the template and CloudFormation resolves them. The functions that read objects which
+may be missing (bodies, the archive's manifests, the metrics job's summaries) may list the bucket for those
+prefixes only (``s3:prefix``): without ``s3:ListBucket`` S3 answers a missing key 403, not 404. Some actions have
+no resource type and are granted on ``*``: ``lambda:ListEventSourceMappings``, ``lambda:CreateEventSourceMapping``
+(only with the condition that the mapping feeds the stage's push function), ``cloudwatch:GetMetricStatistics``
+(the API's read of a queue's oldest message age) and ``dynamodb:ListStreams`` (fan-out's stream mapping).
 """
 
 from __future__ import annotations
@@ -26,16 +30,30 @@ CHALICE_DIR = Path(__file__).resolve().parents[1] / ".chalice"
 STAGES = ("dev", "prod")
 # Actions AWS defines without a resource type: they can only be granted on "*".
 RESOURCELESS_ACTIONS = frozenset({"lambda:ListEventSourceMappings", "lambda:CreateEventSourceMapping",
-                                  "cloudwatch:GetMetricStatistics"})
+                                  "cloudwatch:GetMetricStatistics", "dynamodb:ListStreams",
+                                  "xray:PutTelemetryRecords", "xray:PutTraceSegments"})
 
 Statement = dict[str, Any]
 
-ITEM_READ = ["dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query", "dynamodb:ConditionCheckItem"]
-ITEM_WRITE = ["dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"]
 QUEUE_DATA = ["sqs:SendMessage", "sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility",
               "sqs:GetQueueAttributes", "sqs:GetQueueUrl"]
-QUEUE_ADMIN = ["sqs:CreateQueue", "sqs:DeleteQueue", "sqs:SetQueueAttributes", "sqs:PurgeQueue"]
-MAPPINGS = ["lambda:GetEventSourceMapping", "lambda:UpdateEventSourceMapping", "lambda:DeleteEventSourceMapping"]
+QUEUE_ADMIN = ["sqs:CreateQueue", "sqs:DeleteQueue", "sqs:SetQueueAttributes"]
+# What each function calls, by measurement: the IAM gate of `make test` (infra/iam_gate.py) fails on a call a
+# policy does not allow and on a grant no call (and no exemption of infra/iam_gate.EXEMPTIONS) used. Per table:
+# (resources, messages, leases).
+TABLE_ACTIONS: dict[str, tuple[list[str], list[str], list[str]]] = {
+    "api_handler": (["BatchWriteItem", "ConditionCheckItem", "DeleteItem", "GetItem", "PutItem", "Query", "UpdateItem"],
+                    ["GetItem", "PutItem", "Query"],
+                    ["BatchGetItem", "BatchWriteItem", "GetItem", "UpdateItem"]),
+    "fanout": (["Query"], ["UpdateItem"], []),
+    "push": (["GetItem", "PutItem", "Query", "UpdateItem"], ["PutItem"], ["BatchGetItem", "BatchWriteItem"]),
+    "maintenance": (["BatchWriteItem", "DeleteItem", "GetItem", "PutItem", "Query", "Scan", "UpdateItem"],
+                    ["PutItem", "UpdateItem"], ["BatchWriteItem", "Query"]),
+    "seek_worker": (["ConditionCheckItem", "GetItem", "PutItem", "UpdateItem"], ["Query"], []),
+}
+# The messages table's sparse index of the log items not fanned out yet (infra/resources.json), which the
+# maintenance run's fan-out catch-up reads (store/log.py).
+UNFANNED_INDEX = "unfanned"
 
 
 def _arn(text: str) -> dict[str, str]:
@@ -53,33 +71,55 @@ def _table(names: StageNames, table: str) -> dict[str, str]:
     return _arn(f"arn:${{AWS::Partition}}:dynamodb:${{AWS::Region}}:${{AWS::AccountId}}:table/{table}")
 
 
+def _tables(names: StageNames, function: str) -> list[Statement]:
+    out = []
+    for sid, table, actions in zip(("ResourcesTable", "MessagesTable", "LeasesTable"), names.tables,
+                                   TABLE_ACTIONS[function]):
+        if actions:
+            out.append(_allow(sid, [f"dynamodb:{a}" for a in actions], [_table(names, table)]))
+    return out
+
+
 def _objects(names: StageNames, *prefixes: str) -> list[Any]:
     return [_arn(f"arn:${{AWS::Partition}}:s3:::{names.bucket}/{p}*") for p in prefixes]
 
 
-def _logs(names: StageNames, function: str) -> Statement:
+def _listing(sid: str, names: StageNames, *prefixes: str) -> Statement:
+    """s3:ListBucket on the bucket, for keys under ``prefixes`` only: with it S3 answers a missing key of those
+    prefixes 404 NoSuchKey, which the stores read as "missing" (store/log.py, store/archive.py, store/usage.py);
+    without it S3 answers 403 AccessDenied, which they rightly treat as a misconfiguration."""
+    return _allow(sid, ["s3:ListBucket"], [_arn(f"arn:${{AWS::Partition}}:s3:::{names.bucket}")],
+                  {"StringLike": {"s3:prefix": [f"{p}*" for p in prefixes]}})
+
+
+def _logs(names: StageNames, function: str) -> list[Statement]:
+    """The Lambda runtime's own writes: the streams of the function's group (``group:log-stream:S``, which
+    ``group:*`` covers), and the X-Ray segments of active tracing (no resource type: ``*``). The template creates
+    the group itself, with its retention (infra/observability.py), so the role may not create one."""
     group = f"arn:${{AWS::Partition}}:logs:${{AWS::Region}}:${{AWS::AccountId}}:log-group:/aws/lambda/" \
             f"{names.function(function)}"
-    return _allow("Logs", ["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents"],
-                  [_arn(group), _arn(group + ":*")])
+    return [_allow("Logs", ["logs:CreateLogStream", "logs:PutLogEvents"], [_arn(group + ":*")]),
+            _allow("XRay", ["xray:PutTelemetryRecords", "xray:PutTraceSegments"], ["*"])]
 
 
-def _queues(names: StageNames, actions: list[str]) -> Statement:
-    sid = "SubscriptionQueues" + ("Admin" if "sqs:CreateQueue" in actions else "")
-    return _allow(sid, actions, [_arn(f"arn:${{AWS::Partition}}:sqs:${{AWS::Region}}:${{AWS::AccountId}}:"
-                                      f"{names.queue_prefix}-*")])
+def _queues(names: StageNames, actions: list[str], admin: bool = False) -> Statement:
+    return _allow("SubscriptionQueues" + ("Admin" if admin else ""), actions, [_arn(
+        f"arn:${{AWS::Partition}}:sqs:${{AWS::Region}}:${{AWS::AccountId}}:{names.queue_prefix}-*")])
 
 
-def _push_mappings(names: StageNames) -> list[Statement]:
+def _push_mappings(names: StageNames, create: bool = True, update: bool = True) -> list[Statement]:
+    """The push function's event source mappings: listed by queue, created (API, seek worker), updated when found
+    with other settings (API, seek worker) and deleted (API, seek worker, maintenance's expiry)."""
     push = _arn("arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::AccountId}:function:" + names.function("push"))
-    return [
-        _allow("PushMappingsCreate", ["lambda:CreateEventSourceMapping"], ["*"],
-               {"StringEquals": {"lambda:FunctionArn": push}}),
-        _allow("PushMappingsList", ["lambda:ListEventSourceMappings"], ["*"]),
-        _allow("PushMappings", MAPPINGS,
-               [_arn("arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::AccountId}:event-source-mapping:*")],
-               {"StringEquals": {"lambda:FunctionArn": push}}),
-    ]
+    out = [_allow("PushMappingsList", ["lambda:ListEventSourceMappings"], ["*"])]
+    if create:
+        out.insert(0, _allow("PushMappingsCreate", ["lambda:CreateEventSourceMapping"], ["*"],
+                             {"StringEquals": {"lambda:FunctionArn": push}}))
+    changes = ["lambda:DeleteEventSourceMapping"] + (["lambda:UpdateEventSourceMapping"] if update else [])
+    out.append(_allow("PushMappings", changes,
+                      [_arn("arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::AccountId}:event-source-mapping:*")],
+                      {"StringEquals": {"lambda:FunctionArn": push}}))
+    return out
 
 
 def _invoke_seek_worker(names: StageNames) -> Statement:
@@ -91,20 +131,25 @@ def _invoke_seek_worker(names: StageNames) -> Statement:
 
 def statements(names: StageNames, function: str) -> list[Statement]:
     """The statements of one function's policy."""
-    res, msg, lease = (_table(names, t) for t in names.tables)
+    if function not in TABLE_ACTIONS:
+        raise ValueError(f"unknown function {function!r}")
     stream = _arn(f"arn:${{AWS::Partition}}:dynamodb:${{AWS::Region}}:${{AWS::AccountId}}:table/"
                   f"{names.messages_table}/stream/*")
-    out = [_logs(names, function), _allow("StageSecrets", ["ssm:GetParameters"], [_arn(
-        f"arn:${{AWS::Partition}}:ssm:${{AWS::Region}}:${{AWS::AccountId}}:parameter/{names.prefix}/*")])]
-    if function == "api_handler":  # every API call: admin, publish, pull, ack, seek, push configuration
+    out = [*_logs(names, function), _allow("StageSecrets", ["ssm:GetParameters"], [_arn(
+        f"arn:${{AWS::Partition}}:ssm:${{AWS::Region}}:${{AWS::AccountId}}:parameter/{names.prefix}/*")]),
+        *_tables(names, function)]
+    if function == "api_handler":  # every API call: admin, publish, pull, ack, seek, push configuration, metrics
         out += [
-            _allow("Tables", ITEM_READ + ITEM_WRITE, [res, msg, lease]),
             _allow("Bodies", ["s3:GetObject", "s3:PutObject"], _objects(names, "raw/")),
             _allow("Archive", ["s3:GetObject"], _objects(names, "archive/")),
             _allow("SnapshotBacklogs", ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"],
                    _objects(names, "snapshots/")),
+            _listing("ListBodies", names, "raw/", "archive/"),
+            # :metrics reads the metrics job's summary of the project (store/usage.py): None when it has not run
+            _allow("MetricsSummaries", ["s3:GetObject"], _objects(names, "metrics/")),
+            _listing("ListMetrics", names, "metrics/"),
             _queues(names, QUEUE_DATA),
-            _queues(names, QUEUE_ADMIN),
+            _queues(names, QUEUE_ADMIN, admin=True),
             *_push_mappings(names),
             _invoke_seek_worker(names),
             # :metrics reads a queue's oldest message age (AWS/SQS); CloudWatch reads have no resource type
@@ -112,49 +157,46 @@ def statements(names: StageNames, function: str) -> list[Statement]:
         ]
     elif function == "fanout":  # the messages table's stream -> the subscriptions' queues
         out += [
-            _allow("MessagesStream", ["dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator",
-                                      "dynamodb:ListStreams"], [stream]),
-            _allow("Subscriptions", ITEM_READ, [res, msg]),
-            _allow("Leases", ITEM_READ + ITEM_WRITE, [lease]),
-            _allow("Bodies", ["s3:GetObject"], _objects(names, "raw/", "archive/")),
-            _queues(names, ["sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"]),
+            _allow("MessagesStream", ["dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"],
+                   [stream]),
+            # Lambda's stream mapping lists the table's streams with the function's role; no resource type
+            _allow("MessagesStreamList", ["dynamodb:ListStreams"], ["*"]),
+            _allow("Bodies", ["s3:GetObject"], _objects(names, "raw/")),
+            _queues(names, ["sqs:SendMessage"]),
         ]
     elif function == "push":  # the queues' mappings -> push endpoints; dead-lettering publishes
         out += [
-            _allow("Tables", ITEM_READ + ITEM_WRITE, [res, msg, lease]),
             _allow("Bodies", ["s3:GetObject", "s3:PutObject"], _objects(names, "raw/")),
             _allow("Archive", ["s3:GetObject"], _objects(names, "archive/")),
-            _queues(names, QUEUE_DATA),
+            _listing("ListBodies", names, "raw/", "archive/"),
+            _queues(names, ["sqs:SendMessage", "sqs:ReceiveMessage", "sqs:DeleteMessage",
+                            "sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes"]),
         ]
-    elif function == "maintenance":  # expiry of idle subscriptions, queue and mapping repair, retries
+    elif function == "maintenance":  # dead-letter sweep, fan-out catch-up, idle expiry, stalled seeks
         out += [
-            _allow("Tables", ITEM_READ + ITEM_WRITE, [res, msg, lease]),
-            _allow("SubscriptionScan", ["dynamodb:Scan"], [res]),
+            _allow("UnfannedIndex", ["dynamodb:Query"], [_arn(
+                f"arn:${{AWS::Partition}}:dynamodb:${{AWS::Region}}:${{AWS::AccountId}}:table/"
+                f"{names.messages_table}/index/{UNFANNED_INDEX}")]),
             _allow("Bodies", ["s3:GetObject", "s3:PutObject"], _objects(names, "raw/")),
-            _allow("Archive", ["s3:GetObject"], _objects(names, "archive/")),
-            _queues(names, QUEUE_DATA),
-            _queues(names, QUEUE_ADMIN),
-            *_push_mappings(names),
+            _queues(names, ["sqs:SendMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility", "sqs:DeleteQueue"]),
+            *_push_mappings(names, create=False, update=False),
             _invoke_seek_worker(names),
         ]
-    elif function == "seek_worker":  # a background seek's chunks: the log -> the new queue generation, the swap
+    else:  # seek_worker: a background seek's chunks: the log -> the new queue generation, the swap
         out += [
-            _allow("Tables", ITEM_READ + ITEM_WRITE, [res, msg, lease]),
             _allow("Bodies", ["s3:GetObject"], _objects(names, "raw/", "archive/", "snapshots/")),
-            _queues(names, QUEUE_DATA),
-            _queues(names, QUEUE_ADMIN),
+            _listing("ListBodies", names, "raw/", "archive/"),
+            _queues(names, ["sqs:SendMessage", "sqs:ReceiveMessage", "sqs:GetQueueAttributes", "sqs:DeleteQueue"]),
             *_push_mappings(names),
             _invoke_seek_worker(names),
         ]
-    else:
-        raise ValueError(f"unknown function {function!r}")
     return out
 
 
 # The gRPC edge's task (infra/grpc_stack.py) serves the API's calls over gRPC with the API function's grants, less
-# its log group (the task's logs go through the task's execution role) and the CloudWatch read of ``:metrics``, which
-# no gRPC method reaches.
-GRPC_EDGE_LEAVES_OUT = frozenset({"Logs", "QueueAge"})
+# its log group (the task's logs go through the task's execution role) and the reads of ``:metrics`` (CloudWatch, the
+# metrics job's summaries under ``metrics/``), which no gRPC method reaches.
+GRPC_EDGE_LEAVES_OUT = frozenset({"Logs", "XRay", "QueueAge", "MetricsSummaries", "ListMetrics"})
 
 
 def grpc_edge_statements(names: StageNames) -> list[Statement]:

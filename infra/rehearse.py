@@ -12,7 +12,8 @@ Then, all against the emulator (``AWS_ENDPOINT_URL`` and dummy credentials: neve
 1. ``python -m infra.deploy deploy --stage STAGE``, the very command and templates of ``make deploy``
    (storage stack, SSM secrets, ``chalice package`` merged by infra/template.py, the pyarrow layer, the app
    stack with API Gateway, the four functions and the stream mapping);
-2. the same command again, which must exit 0 and say "no changes";
+2. the same command again, which must exit 0 and say "no changes"; then ``destroy`` and ``deploy`` once more,
+   which must succeed beside what the destroy kept (tables, bucket, the fan-out DLQ);
 3. the gRPC edge's container entry point (``python -m chalicelib.container``, the command of infra/grpc/Dockerfile)
    as a process, in the environment the gRPC stack gives its task (infra/grpc_stack.container_environment, resolved
    for the emulator's account and region) but for its port and the emulator's endpoint;
@@ -117,9 +118,10 @@ def ministack(workdir: Path) -> Iterator[str]:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def run_deploy(endpoint: str, stage: str) -> str:
-    """``python -m infra.deploy deploy`` against the emulator; its standard output (shown as it goes)."""
-    command = [sys.executable, "-m", "infra.deploy", "deploy", "--stage", stage, "--region", REGION]
+def run_deploy(endpoint: str, stage: str, command_name: str = "deploy") -> str:
+    """``python -m infra.deploy deploy`` (or ``destroy``) against the emulator; its standard output (shown as it
+    goes)."""
+    command = [sys.executable, "-m", "infra.deploy", command_name, "--stage", stage, "--region", REGION]
     done = subprocess.run(command, cwd=ROOT, env=emulator_environment(endpoint), stdout=subprocess.PIPE,
                           text=True, check=False)
     typer.echo(done.stdout, nl=False)
@@ -199,13 +201,16 @@ class GrpcEdgeProcess:
 def rehearse(endpoint: str, stage: str, pytest_args: list[str]) -> int:
     started = time.monotonic()
     say(f"deploy stage {stage} into {endpoint} (make deploy's command and templates)")
-    first = run_deploy(endpoint, stage)
+    run_deploy(endpoint, stage)
     say("deploy again: nothing may change")
     second = run_deploy(endpoint, stage)
     if "no changes:" not in second:
         say("FAILED: the second deploy changed the stage")
         return 1
-    url = api_url(endpoint, first)
+    say("destroy the stage (its data stays), then deploy it again: what a destroy keeps must not block the deploy")
+    run_deploy(endpoint, stage, "destroy")
+    third = run_deploy(endpoint, stage)
+    url = api_url(endpoint, third)
     logs = Path(tempfile.mkdtemp(prefix="metro-grpc-edge-"))
     edge = GrpcEdgeProcess(endpoint, stage, logs / "grpc-edge.log")
     try:

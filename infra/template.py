@@ -22,10 +22,13 @@ deploy command hands to CloudFormation:
 from __future__ import annotations
 
 import copy
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from infra.ams_stage import add_ams_api
+from chalicelib.store.log import UNFANNED_SHARD
+from infra import lambda_runtime, observability
+from infra.ams_stage import add_ams_api, add_ams_domain
 from infra.names import StageNames
 
 # Chalice's logical ids of the functions, by Chalice function name
@@ -34,6 +37,9 @@ FUNCTION_IDS = {"api_handler": "APIHandler", "fanout": "Fanout", "push": "Push",
 FANOUT_EVENT = "FanoutDynamodbEventSource"
 DLQ_ID, ALARM_ID, MAPPING_ID = "FanoutFailures", "FanoutFailuresAlarm", "FanoutStreamMapping"
 LAYER_ID = "PyarrowLayer"
+# The stream records fan-out works on: new log items that publish did not fan out itself (chalicelib/store/log.py
+# marks them). TTL deletes, the handler's own marking (MODIFY) and directly fanned items never invoke it.
+FANOUT_RECORDS = {"eventName": ["INSERT"], "dynamodb": {"NewImage": {UNFANNED_SHARD: {"S": [{"exists": True}]}}}}
 FOURTEEN_DAYS = 14 * 86400
 
 Template = dict[str, Any]
@@ -48,9 +54,16 @@ class Settings:
     code_key: str
     parallelization_factor: int = 4  # concurrent batches per stream shard (1-10)
     maximum_retry_attempts: int = 100  # per batch, bisecting on each error, before the record goes to the DLQ
+    # A record older than this goes to the DLQ instead of holding its shard; what it carried is still marked
+    # unfanned, and the maintenance run's catch-up fans it out (chalicelib/delivery/fanout.py).
+    maximum_record_age: int = 600
     reserved_concurrency: dict[str, int] = field(default_factory=lambda: {"maintenance": 1})
-    alarm_topic_arn: str = ""  # an SNS topic told when the fan-out DLQ holds records (optional)
+    alarm_topic_arn: str = ""  # an existing SNS topic for the alarms (default: the stack's own, infra/observability.py)
+    alarm_email: str = ""  # subscribed to the stack's alarm topic (it confirms by e-mail)
+    log_retention_days: int = 30  # the functions' and the APIs' access log groups
     layer_key: str = ""  # the pyarrow layer's zip in code_bucket (infra/layer.py); "" = no layer
+    ams_domain: str = ""  # a host name for the AMS dialect (infra/ams_stage.py), with its certificate's ARN
+    ams_certificate_arn: str = ""
 
 
 def _stage_environment(props: dict[str, Any], names: StageNames) -> None:
@@ -76,37 +89,32 @@ def _fanout_mapping(names: StageNames, settings: Settings, event: dict[str, Any]
             "FunctionResponseTypes": ["ReportBatchItemFailures"],
             "BisectBatchOnFunctionError": True,
             "MaximumRetryAttempts": settings.maximum_retry_attempts,
+            "MaximumRecordAgeInSeconds": settings.maximum_record_age,
             "ParallelizationFactor": settings.parallelization_factor,
+            "FilterCriteria": {"Filters": [{"Pattern": json.dumps(FANOUT_RECORDS, sort_keys=True)}]},
             "DestinationConfig": {"OnFailure": {"Destination": {"Fn::GetAtt": [DLQ_ID, "Arn"]}}},
         },
     }
 
 
-def _failure_resources(names: StageNames, settings: Settings) -> dict[str, Any]:
-    alarm: dict[str, Any] = {
-        "AlarmName": f"{names.dlq}-not-empty",
-        "AlarmDescription": "Stream records the fan-out could not deliver (docs/deploy.md: redrive)",
-        "Namespace": "AWS/SQS",
-        "MetricName": "ApproximateNumberOfMessagesVisible",
-        "Dimensions": [{"Name": "QueueName", "Value": {"Fn::GetAtt": [DLQ_ID, "QueueName"]}}],
-        "Statistic": "Maximum",
-        "Period": 300,
-        "EvaluationPeriods": 1,
-        "Threshold": 0,
-        "ComparisonOperator": "GreaterThanThreshold",
-        "TreatMissingData": "notBreaching",
-    }
-    if settings.alarm_topic_arn:
-        alarm["AlarmActions"] = [settings.alarm_topic_arn]
+def _retained_name(prefix: str) -> dict[str, Any]:
+    """``prefix-<the stack's id>``: a resource kept when its stack is deleted needs a name the next stack does
+    not reuse, or a destroy followed by a deploy fails on a name that exists. The first group of the stack id (8
+    hex digits) is fixed for the stack's life and new for every stack created."""
+    stack_id = {"Fn::Select": [2, {"Fn::Split": ["/", {"Ref": "AWS::StackId"}]}]}
+    return {"Fn::Join": ["-", [prefix, {"Fn::Select": [0, {"Fn::Split": ["-", stack_id]}]}]]}
+
+
+def _failure_resources(names: StageNames) -> dict[str, Any]:
+    """The fan-out DLQ (its alarm, ALARM_ID, is infra/observability.py's)."""
     return {
         DLQ_ID: {
             "Type": "AWS::SQS::Queue",
             "DeletionPolicy": "Retain",
             "UpdateReplacePolicy": "Retain",
-            "Properties": {"QueueName": names.dlq, "MessageRetentionPeriod": FOURTEEN_DAYS,
+            "Properties": {"QueueName": _retained_name(names.dlq), "MessageRetentionPeriod": FOURTEEN_DAYS,
                            "SqsManagedSseEnabled": True},
         },
-        ALARM_ID: {"Type": "AWS::CloudWatch::Alarm", "Properties": alarm},
     }
 
 
@@ -117,7 +125,7 @@ def _layer(names: StageNames, settings: Settings) -> dict[str, Any]:
             "LayerName": f"{names.prefix}-pyarrow",
             "Description": "pyarrow for reading the Parquet archive (infra/layer.py)",
             "Content": {"S3Bucket": settings.code_bucket, "S3Key": settings.layer_key},
-            "CompatibleRuntimes": ["python3.11"],
+            "CompatibleRuntimes": [lambda_runtime.RUNTIME],
             "CompatibleArchitectures": ["x86_64"],
         },
     }
@@ -159,9 +167,12 @@ def merge(packaged: Template, settings: Settings) -> Template:
     if not fanout.get("Events"):
         fanout.pop("Events", None)
     resources[MAPPING_ID] = _fanout_mapping(names, settings, event)
-    resources.update(_failure_resources(names, settings))
+    resources.update(_failure_resources(names))
     _grant_dlq(resources["FanoutRole"])
     out.setdefault("Outputs", {})["FanoutFailuresQueueUrl"] = {"Value": {"Ref": DLQ_ID}}
     add_ams_api(resources, out["Outputs"])
+    if settings.ams_domain:
+        add_ams_domain(resources, out["Outputs"], settings.ams_domain, settings.ams_certificate_arn)
+    observability.add(out, settings.stage, settings.alarm_topic_arn, settings.alarm_email, settings.log_retention_days)
     out["Description"] = f"Metro app, stage {settings.stage} (chalice package, merged by infra/template.py)"
     return out

@@ -34,9 +34,12 @@ from chalicelib.api.http import (
 from chalicelib.api.schema_requests import schema_ref
 from chalicelib.core import limits, names
 from chalicelib.core.errors import InvalidArgument, NotFound
-from chalicelib.runtime import services
+from chalicelib.runtime import acting_as, services
 
 _WITH_BODY = ("PUT", "POST", "PATCH")
+
+
+API_FUNCTION = "api_handler"  # the Lambda function (infra/names.FUNCTIONS) whose role the API's AWS calls use
 
 
 @dataclass(frozen=True)
@@ -76,7 +79,13 @@ def _handler(dialect: Dialect, route: str, method: str, verb: str) -> Callable[[
 
 def execute(call: Call) -> Result:
     """Authenticate, find the method, authorize it (before anything about the resource is read), then run it.
-    Raises the error the call ends with (core/errors.py)."""
+    Raises the error the call ends with (core/errors.py). Its AWS calls are the API function's (the gRPC edge's
+    task role is a subset of it: infra/policies.grpc_edge_statements)."""
+    with acting_as(API_FUNCTION):
+        return _execute(call)
+
+
+def _execute(call: Call) -> Result:
     spec = ROUTE_PARAMETERS[call.route]
     segment = call.params.get(spec.segment, "") if spec.segment else ""
     resource_id, verb = split_segment(segment)
@@ -172,6 +181,11 @@ def _query(request: Request) -> dict[str, str]:
 
 def dispatch(request: Request, route: str, params: Mapping[str, str]) -> Response:
     """Serve a REST request of ``route`` (a template of api/permissions.py) with its URL parameters."""
+    with acting_as(API_FUNCTION):
+        return _dispatch(request, route, params)
+
+
+def _dispatch(request: Request, route: str, params: Mapping[str, str]) -> Response:
     if registry.is_public(route):
         return registry.table(route)[(request.method, "")](request)  # type: ignore[no-any-return]
     dialect = dialect_of(request.stage_vars)

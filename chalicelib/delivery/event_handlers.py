@@ -1,38 +1,54 @@
-"""Event handler entry points shared by Lambda (via app.py) and the local trigger pump."""
+"""Event handler entry points shared by Lambda (via app.py) and the local trigger pump.
+
+Each runs as its Lambda function (store/call_record.acting_as): the IAM call recorder of ``make test`` checks its
+AWS calls against that function's policy (infra/iam_gate.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from chalicelib.delivery.fanout import FanOut
-from chalicelib.delivery.maintenance import expire_idle_subscriptions, hourly_work_due, sweep_dead_letters
+from chalicelib.delivery.maintenance import (
+    catch_up_fanout,
+    expire_idle_subscriptions,
+    hourly_work_due,
+    sweep_dead_letters,
+)
 from chalicelib.delivery.push import push_delivery
 from chalicelib.runtime import services
 from chalicelib.service.seek_worker import SeekWorker
+from chalicelib.store.call_record import acting_as
 
 
 def maintenance(event: dict[str, Any] | None = None, context: Any = None) -> dict[str, Any]:
-    """Every minute in AWS: the dead-letter sweep and stalled seeks; in the first minute of each hour, the idle
-    expiry too."""
-    ctx = services().ctx
-    swept = sweep_dead_letters(ctx)
-    return {"deadLettered": swept, "expired": expire_idle_subscriptions(ctx) if hourly_work_due(event) else [],
-            "seeks_resumed": SeekWorker(ctx).resume_stalled()}
+    """Every minute in AWS: the dead-letter sweep, the fan-out catch-up and stalled seeks; in the first minute of
+    each hour, the idle expiry too."""
+    with acting_as("maintenance"):
+        ctx = services().ctx
+        swept = sweep_dead_letters(ctx)
+        return {"deadLettered": swept, "fannedOut": catch_up_fanout(ctx, event),
+                "expired": expire_idle_subscriptions(ctx) if hourly_work_due(event) else [],
+                "seeks_resumed": SeekWorker(ctx).resume_stalled()}
 
 
 def dead_letter_sweep(event: dict[str, Any] | None = None, context: Any = None) -> dict[str, Any]:
-    return {"deadLettered": sweep_dead_letters(services().ctx)}
+    """The sweep alone (the local stack runs it more often; deployed, it is part of maintenance)."""
+    with acting_as("maintenance"):
+        return {"deadLettered": sweep_dead_letters(services().ctx)}
 
 
 def fanout(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
-    return FanOut(services().ctx).handle(event, context)
+    with acting_as("fanout"):
+        return FanOut(services().ctx).handle(event, context)
 
 
 # An SQS batch of one push subscription's queue (event source mapping or local pump)
 def push(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
-    return push_delivery(services().ctx).handle(event, context)
+    with acting_as("push"):
+        return push_delivery(services().ctx).handle(event, context)
 
 
 # One chunk of a background seek (asynchronous invocation, or the local trigger pump)
 def seek_worker(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
-    return SeekWorker(services().ctx).handle(event)
+    with acting_as("seek_worker"):
+        return SeekWorker(services().ctx).handle(event)

@@ -21,7 +21,7 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
 
 from chalicelib.core import payload
-from chalicelib.core.errors import Unavailable
+from chalicelib.core.errors import MetroError, Unavailable
 from chalicelib.core.records import LogEntry, SubscriptionRecord
 from chalicelib.service.context import Context
 from chalicelib.service.enqueue import enqueue, wants
@@ -48,6 +48,30 @@ class FanOut:
             raise Unavailable(f"messages of {entry.request_id} were not enqueued for {', '.join(failed)}")
         return sent
 
+    def catch_up(self, published_before: float, limit: int, budget_seconds: float) -> int:
+        """Fan out again what is still marked unfanned long after its publish: records the stream handler never
+        saw (fan-out disabled or failing for longer than the stream keeps records, 24 hours) or gave up on
+        (the mapping's maximum record age). At-least-once: a subscription that got some of these messages
+        before the outage gets them again. Returns the entries fanned out; one that fails waits for the next
+        run."""
+        started, done = self.ctx.clock(), 0
+        subscriptions: dict[str, list[SubscriptionRecord]] = {}
+        for entry in self.ctx.log.unfanned(published_before, limit):
+            try:
+                if entry.topic not in subscriptions:
+                    subscriptions[entry.topic], _ = self.ctx.resources.topic_subscriptions(entry.topic)
+                self.deliver(entry, subscriptions[entry.topic])
+            except MetroError as exc:
+                log.warning("fan-out catch-up of %s failed (%s); the next run retries it", entry.request_id, exc)
+                continue
+            self.ctx.log.mark_fanned(entry)
+            done += 1
+            if self.ctx.clock() - started > budget_seconds:
+                break
+        if done:
+            log.warning("fan-out catch-up: fanned out %d publish requests the stream had not", done)
+        return done
+
     def handle(self, event: dict[str, Any], context: Any = None) -> dict[str, Any]:
         """The stream handler: Lambda event in, partial batch failure report out."""
         cache: dict[str, list[SubscriptionRecord]] = {}
@@ -62,6 +86,7 @@ class FanOut:
             if entry.topic not in cache:
                 cache[entry.topic], _ = self.ctx.resources.topic_subscriptions(entry.topic)
             self.deliver(entry, cache[entry.topic])
+            self.ctx.log.mark_fanned(entry)
 
         processor = BatchProcessor(event_type=EventType.DynamoDBStreams, raise_on_entire_batch_failure=False)
         return dict(process_partial_response(event=event, record_handler=record_handler, processor=processor,

@@ -29,6 +29,7 @@ from chalicelib.core.records import SubscriptionRecord
 from chalicelib.delivery import ams_batches, lanes
 from chalicelib.delivery.push_request import Item, Poster, build_batch_request, build_request, http_poster
 from chalicelib.delivery.scheduler import ACKED, Batch, Clock, Outcome, Scheduler
+from chalicelib.observability import catalog, metrics
 from chalicelib.service.ams import push_ready
 from chalicelib.service.context import Context
 from chalicelib.service.deadletter import DeadLetters, parked_seconds
@@ -179,15 +180,24 @@ class PushDelivery:
         else:
             body, headers = build_request(rec, Item(d.key, d.receipt, d.attempt, d.group, d.env, d.data, d.skips),
                                           token)
-        elapsed = self.monotonic() - batch.started
-        return self._post(pc.push_endpoint, body, headers, max(0.5, batch.timeout - elapsed))
+        elapsed, started = self.monotonic() - batch.started, time.perf_counter()
+        try:
+            return self._post(pc.push_endpoint, body, headers, max(0.5, batch.timeout - elapsed))
+        finally:
+            metrics.elapsed(catalog.PUSH_LATENCY, started)
 
     def _count(self, batch: Batch) -> None:
-        """The batch's deliveries and acknowledgements, for the live counters (core/live.py)."""
+        """The batch's deliveries and acknowledgements, for the live counters (core/live.py) and the metrics."""
         pushed = [k for k in batch.pushed if k in batch.results]
         if pushed:
             name = names.parse(batch.rec.name, "subscriptions")
             acked = sum(1 for k in pushed if batch.results[k].acked)
+            metrics.add(catalog.PUSH_DELIVERIES, len(pushed), subscription=batch.rec.name)
+            metrics.add(catalog.PUSH_ACKED, acked)
+            metrics.add(catalog.PUSH_FAILURES, len(pushed) - acked, subscription=batch.rec.name)
+            metrics.add(catalog.PUSH_FAILURE_RATE, 100.0 * (len(pushed) - acked) / len(pushed), metrics.PERCENT)
+            metrics.oldest_age((d.env.publish_time for d in batch.deliveries if d.key in batch.pushed and d.env),
+                               self.ctx.clock(), batch.rec.name)
             self.ctx.counters.add(name, {live.DELIVERED: len(pushed), live.ACKED: acked}, self.ctx.clock())
 
     # -- settle -------------------------------------------------------------------------------------

@@ -41,7 +41,8 @@ def _resolve(value: Any, params: dict[str, str]) -> Any:
 
 def _table(ddb: Any, props: dict[str, Any]) -> None:
     name = props["TableName"]
-    args = {k: props[k] for k in ("TableName", "AttributeDefinitions", "KeySchema", "BillingMode")}
+    args: dict[str, Any] = {k: props[k] for k in ("TableName", "AttributeDefinitions", "KeySchema", "BillingMode",
+                                                  "GlobalSecondaryIndexes") if k in props}
     if "StreamSpecification" in props:
         args["StreamSpecification"] = {"StreamEnabled": True, **props["StreamSpecification"]}
     try:

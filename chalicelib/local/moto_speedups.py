@@ -84,11 +84,11 @@ def _patch_sqs_sends() -> None:
         value = self.content_based_deduplication
         return {"ContentBasedDeduplication": str(value).lower() if isinstance(value, bool) else value}
 
-    def sending(method: Any) -> Any:
+    def marking(method: Any, active: bool) -> Any:
         @functools.wraps(method)
         def wrapped(*args: Any, **kwargs: Any) -> Any:
             outer = getattr(_sending, "active", False)
-            _sending.active = True
+            _sending.active = active
             try:
                 return method(*args, **kwargs)
             finally:
@@ -96,9 +96,15 @@ def _patch_sqs_sends() -> None:
 
         return wrapped
 
+    def sending(method: Any) -> Any:
+        return marking(method, True)
+
     queue_class.attributes = property(attributes)
     backend_class.send_message = sending(backend_class.send_message)
     backend_class.send_message_batch = sending(backend_class.send_message_batch)
+    # A send to a queue with an enabled event source mapping receives from it inside the send (moto's stand-in for
+    # Lambda's poller), and that receive reads the queue's full attributes.
+    backend_class.receive_message = marking(backend_class.receive_message, False)
 
 
 def _cache_module_list() -> None:

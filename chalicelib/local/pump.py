@@ -5,6 +5,10 @@ runs, with Lambda-shaped events and Lambda's partial-failure semantics: when the
 reports failed records, the batch is retried from the first failed record (with backoff) and
 the shard does not advance past it. Shard checkpoints are kept in the resources table, so a
 restarted pump against a persistent emulator resumes where it stopped.
+
+Its stream reads are what the deployed event source mapping does with the fan-out function's role, so the IAM
+call recorder counts them as ``fanout``'s (store/call_record.py); finding the stream (DescribeTable) and the
+checkpoints in the resources table are the pump's own book-keeping (the mapping keeps its own), left unlabelled.
 """
 
 from __future__ import annotations
@@ -17,11 +21,13 @@ from typing import Any
 
 from chalicelib.config import Config
 from chalicelib.store import aws
+from chalicelib.store.call_record import acting_as
 from chalicelib.store.log import FANNED_OUT
 
 log = logging.getLogger("metro.pump")
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 DISCOVER_SECONDS = 1.0
+FUNCTION = "fanout"  # whose role the deployed stream mapping reads with
 IDLE_MAX_SECONDS = 0.25  # publish fans out directly; the stream only carries the rare fallback
 
 
@@ -60,7 +66,8 @@ class StreamPump:
         if not self._arn:
             desc = self._ddb.describe_table(TableName=self._config.messages_table)["Table"]
             self._arn = desc["LatestStreamArn"]
-        shards = self._streams.describe_stream(StreamArn=self._arn)["StreamDescription"]["Shards"]
+        with acting_as(FUNCTION):
+            shards = self._streams.describe_stream(StreamArn=self._arn)["StreamDescription"]["Shards"]
         for shard in shards:
             sid = shard["ShardId"]
             if sid in self._iterators:
@@ -71,14 +78,16 @@ class StreamPump:
                 args.update(ShardIteratorType="AFTER_SEQUENCE_NUMBER", SequenceNumber=seq)
             else:
                 args["ShardIteratorType"] = "TRIM_HORIZON"
-            self._iterators[sid] = self._streams.get_shard_iterator(**args)["ShardIterator"]
+            with acting_as(FUNCTION):
+                self._iterators[sid] = self._streams.get_shard_iterator(**args)["ShardIterator"]
 
     def poll_once(self) -> int:
         """Read every shard once and deliver what arrived; returns the number of records handled."""
         self._discover()
         handled = self.pending = 0
         for sid, iterator in list(self._iterators.items()):
-            resp = self._streams.get_records(ShardIterator=iterator, Limit=self._batch)
+            with acting_as(FUNCTION):
+                resp = self._streams.get_records(ShardIterator=iterator, Limit=self._batch)
             records = resp.get("Records", [])
             if records:
                 self.pending += sum(1 for r in records if not _fanned_out(r))

@@ -6,7 +6,8 @@ keeps one poller thread per subscription. A poller waits out the subscription's 
 ``batch_size`` otherwise) with a short long-poll, and calls the very same handler the push
 Lambda runs with a Lambda-shaped SQS event. Like Lambda, it never deletes or hands back a
 message itself: the handler acks (deletes) and nacks (changes visibility); a record reported in
-``batchItemFailures`` stays as the handler left it.
+``batchItemFailures`` stays as the handler left it. Its receives are the mapping's, made with the push
+function's role: the IAM call recorder counts them as ``push``'s (store/call_record.py).
 
 Like the event source mapping, it scales with the backlog: a full batch starts another poller
 for the subscription, up to ``push_max_concurrency`` (the mapping's maximum concurrency), and
@@ -29,6 +30,7 @@ from chalicelib.core.records import SubscriptionRecord
 from chalicelib.service.context import Clock, Context
 from chalicelib.service.push_config import token_signer
 from chalicelib.store import aws
+from chalicelib.store.call_record import acting_as
 from chalicelib.store.push_state import PushStore, queue_arn
 
 log = logging.getLogger("metro.push_pump")
@@ -137,10 +139,11 @@ class Poller:
             self.stop.wait(min(wait, LONG_POLL))  # re-read: another batch (or Lambda) may have changed it
             return 0
         count = 1 if throttle.backing_off() else pump.batch_size
-        resp = pump.sqs.receive_message(
-            QueueUrl=rec.queue_url, MaxNumberOfMessages=count, WaitTimeSeconds=LONG_POLL,
-            VisibilityTimeout=rec.spec.ack_deadline, MessageSystemAttributeNames=["All"],
-            MessageAttributeNames=["All"])
+        with acting_as("push"):  # what the event source mapping does with the push function's role
+            resp = pump.sqs.receive_message(
+                QueueUrl=rec.queue_url, MaxNumberOfMessages=count, WaitTimeSeconds=LONG_POLL,
+                VisibilityTimeout=rec.spec.ack_deadline, MessageSystemAttributeNames=["All"],
+                MessageAttributeNames=["All"])
         messages = resp.get("Messages", [])
         if not messages:
             return 0

@@ -26,6 +26,7 @@ from chalicelib.core.timefmt import format_timestamp_us, parse_duration
 from chalicelib.core.wire.messages import NewMessage
 from chalicelib.core.wire.requests import PublishRequest
 from chalicelib.core.wire.responses import PublishResponse
+from chalicelib.observability import catalog, metrics
 from chalicelib.service.context import Context
 from chalicelib.service.enqueue import enqueue
 from chalicelib.service.schema_topics import TopicSchemas
@@ -40,8 +41,11 @@ class PublishService:
 
     def publish(self, topic: Name, request: PublishRequest) -> PublishResponse:
         """Check the messages against the topic's schema, if it has one, then store them."""
-        messages = self.schemas.conforming(self.ctx.resources.cached_topic(topic).spec, request.messages)
-        return PublishResponse(tuple(self.append(topic, messages)))
+        with metrics.operation(catalog.PUBLISH, topic=topic.path) as tally:
+            messages = self.schemas.conforming(self.ctx.resources.cached_topic(topic).spec, request.messages)
+            ids = self.append(topic, messages)
+            tally.messages = len(ids)
+            return PublishResponse(tuple(ids))
 
     def append(self, topic: Name, messages: Sequence[NewMessage]) -> list[str]:
         """Store already validated messages as one publish request; returns their ids in order."""

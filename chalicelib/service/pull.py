@@ -22,6 +22,7 @@ from chalicelib.core.records import SubscriptionRecord
 from chalicelib.core.timefmt import format_timestamp, parse_timestamp
 from chalicelib.core.wire.requests import AcknowledgeRequest, ModifyAckDeadlineRequest, PullRequest
 from chalicelib.core.wire.responses import Empty, PullResponse, ReceivedMessage
+from chalicelib.observability import catalog, metrics
 from chalicelib.service.context import Context
 from chalicelib.service.deadletter import DeadLetters, LastAttempts, parked_seconds
 from chalicelib.service.delivery import Delivery, Steps, decode
@@ -50,6 +51,13 @@ class PullService:
 
     # -- pull -------------------------------------------------------------------------------
     def pull(self, name: Name, request: PullRequest) -> PullResponse:
+        with metrics.operation(catalog.PULL, subscription=name.path) as tally:  # the long poll's wait included
+            response = self._pull(name, request)
+            tally.messages = len(response.received)
+            metrics.oldest_age((m.publish_time for m in response.received), self.ctx.clock(), name.path)
+            return response
+
+    def _pull(self, name: Name, request: PullRequest) -> PullResponse:
         rec = self._subscription(name)
         # Visibility = ack deadline + the retry policy's backoff, so an expiry is followed by that backoff.
         wait = 0 if request.return_immediately else int(self.ctx.config.pull_wait_seconds)
@@ -191,6 +199,12 @@ class PullService:
                                   }])
 
     def acknowledge(self, name: Name, request: AcknowledgeRequest) -> Empty:
+        with metrics.operation(catalog.ACKNOWLEDGE, subscription=name.path) as tally:
+            done = self._acknowledge(name, request)
+            tally.messages = len(request.ack_ids)
+            return done
+
+    def _acknowledge(self, name: Name, request: AcknowledgeRequest) -> Empty:
         rec, acks = self._open(name, request.ack_ids)
         now = self.ctx.clock()
         good, failed = self._settle(rec, acks, lambda a: self.ctx.exact.ack(
@@ -202,6 +216,12 @@ class PullService:
         return Empty()
 
     def modify_ack_deadline(self, name: Name, request: ModifyAckDeadlineRequest) -> Empty:
+        with metrics.operation(catalog.MODIFY_ACK_DEADLINE, subscription=name.path) as tally:
+            done = self._modify_ack_deadline(name, request)
+            tally.messages = len(request.ack_ids)
+            return done
+
+    def _modify_ack_deadline(self, name: Name, request: ModifyAckDeadlineRequest) -> Empty:
         seconds = request.ack_deadline_seconds
         rec, acks = self._open(name, request.ack_ids)
         now = self.ctx.clock()

@@ -21,6 +21,7 @@ from chalicelib.core.records import SubscriptionRecord
 from chalicelib.core.replay import seek_jobs
 from chalicelib.core.replay.seek import Restore
 from chalicelib.core.replay.seek_jobs import FAILED, SUPERSEDED, SeekJob
+from chalicelib.observability import catalog, metrics
 from chalicelib.service.context import Context
 from chalicelib.service.seek import SeekService, worker_event
 
@@ -108,9 +109,10 @@ class SeekWorker:
         (idle longer than a lease); a seek that died inside its API call failed for its caller and is ended."""
         now, grace = self.ctx.clock(), self.ctx.config.seek_lease_seconds
         resumed = 0
-        for job in self.ctx.seek_jobs.running():
-            if not seek_jobs.stalled(job, now, grace):
-                continue
+        running = self.ctx.seek_jobs.running()
+        stalled = [job for job in running if seek_jobs.stalled(job, now, grace)]
+        _report(running, len(stalled), now)
+        for job in stalled:
             if job.background:
                 self.ctx.invoker.invoke(self.ctx.config.seek_function, worker_event(job))
                 resumed += 1
@@ -118,3 +120,12 @@ class SeekWorker:
             rec = self.ctx.resources.get_subscription(names.parse(job.subscription, "subscriptions"))
             self._end(job, FAILED, delete_fill=rec is None or rec.queue_gen != job.new_gen)
         return resumed
+
+
+def _report(running: list[SeekJob], stalled: int, now: float) -> None:
+    """Each maintenance run's seek signals (docs/operations.md, "stuck seek"): how many run, how many were found
+    stalled, and how long ago the least recently advanced one moved."""
+    metrics.add(catalog.SEEK_RUNNING, len(running))
+    metrics.add(catalog.SEEK_STALLED, stalled)
+    metrics.add(catalog.SEEK_PROGRESS_AGE, max((now - max(j.updated, j.started) for j in running), default=0.0),
+                metrics.SECONDS)

@@ -7,6 +7,9 @@ for example ``api:publish``, ``fanout`` or ``pump``), service and operation: cal
 (retries included), errors, and whatever billing units an optional meter derives from the call's
 parameters and parsed response.
 
+The same handlers feed the opt-in IAM call recorder (store/call_record.py, ``METRO_IAM_RECORD``): every
+distinct call, by acting function, for the IAM conformance gate of ``make test`` (infra/iam_gate.py).
+
 Stores take their clients from the typed accessors (:func:`dynamodb`, :func:`dynamodb_streams`, :func:`s3`,
 :func:`sqs`, :func:`lambda_`), so mypy checks every call against the pinned mypy-boto3 stubs; the stubs are
 needed by the type checker only. :func:`client` is the untyped form, for tools and tests.
@@ -27,6 +30,7 @@ from botocore.client import BaseClient
 from botocore.config import Config as BotoConfig
 
 from chalicelib.config import Config
+from chalicelib.store import call_record
 
 if TYPE_CHECKING:  # the stubs are a development dependency; nothing needs them at run time
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -147,12 +151,14 @@ def part(label: str) -> Iterator[None]:
 
 
 def in_callers_part(fn: Callable[P, R]) -> Callable[P, R]:
-    """Wrap ``fn`` to run, on whichever thread, under the calling thread's part label (for thread pools)."""
+    """Wrap ``fn`` to run, on whichever thread, under the calling thread's part label and acting function
+    (call_record.acting_as; for thread pools)."""
     label = current_part()
+    acting = call_record.carry(fn)
 
     def run(*args: P.args, **kwargs: P.kwargs) -> R:
         with part(label):
-            return fn(*args, **kwargs)
+            return acting(*args, **kwargs)
 
     return run
 
@@ -168,7 +174,7 @@ def _elapsed(context: dict[str, Any]) -> float:
 
 
 def _on_params(params: Mapping[str, Any], context: dict[str, Any], **_: Any) -> None:
-    if _Installed.counter is not None:
+    if _Installed.counter is not None or call_record.recorder() is not None:
         context[_PARAMS] = params
         context[_STARTED] = time.perf_counter()
 
@@ -183,15 +189,20 @@ def _on_send(event_name: str, **_: Any) -> None:
 def _on_after_call(event_name: str, http_response: Any, parsed: Mapping[str, Any], context: dict[str, Any],
                    **_: Any) -> None:
     counter = _Installed.counter
+    status = getattr(http_response, "status_code", 200)
     if counter is not None:
-        status = getattr(http_response, "status_code", 200)
         counter.call(*_names(event_name), context.get(_PARAMS, {}), parsed or {}, status >= 300, _elapsed(context))
+    if _PARAMS in context:  # the IAM call recorder (call_record.py), when METRO_IAM_RECORD is set
+        call_record.record(*_names(event_name), context[_PARAMS], status, parsed)
 
 
-def _on_call_error(event_name: str, context: dict[str, Any], **_: Any) -> None:
+def _on_call_error(event_name: str, context: dict[str, Any], exception: BaseException | None = None,
+                   **_: Any) -> None:
     counter = _Installed.counter
     if counter is not None:
         counter.call(*_names(event_name), context.get(_PARAMS, {}), {}, True, _elapsed(context))
+    if _PARAMS in context:
+        call_record.record_error(*_names(event_name), context[_PARAMS], exception)
 
 
 _extra_handlers: list[tuple[str, Callable[..., Any]]] = []

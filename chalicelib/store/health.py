@@ -2,9 +2,9 @@
 within seconds (aws.quick_client).
 
 - the resources, messages and leases tables: a GetItem of a key no item has (an empty answer is health);
-- the bucket: a GetObject of a key never written. Without ``s3:ListBucket`` (Metro's roles have none) S3
-  answers a missing key with AccessDenied rather than NoSuchKey, so either proves that S3 took Metro's
-  credentials and the bucket exists; NoSuchBucket, refused credentials and no answer do not;
+- the bucket: a GetObject of a key never written under ``raw/``. With ``s3:ListBucket`` on that prefix (the API's
+  role has it) S3 answers NoSuchKey, without it AccessDenied; either proves that S3 took Metro's credentials and
+  the bucket exists; NoSuchBucket, refused credentials and no answer do not;
 - SQS: a GetQueueUrl of a queue name no subscription gets (QueueDoesNotExist is health).
 
 A failed probe is logged at error level with the AWS operation and error code (never a message, which may

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import zlib
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
@@ -11,6 +12,7 @@ from chalicelib.config import Config
 from chalicelib.core.errors import Unavailable
 from chalicelib.core.records import LogEntry
 from chalicelib.core.replay import archive_layout as layout
+from chalicelib.core.timefmt import parse_timestamp
 from chalicelib.store import archive, aws
 from chalicelib.store.errors import aws_errors
 
@@ -19,6 +21,15 @@ if TYPE_CHECKING:
 
 _MISSING = ("NoSuchKey", "404")
 FANNED_OUT = "fo"  # the log item's mark: publish enqueued it for every subscription
+# An item publish did not fan out carries these until the stream handler (or the maintenance catch-up) has:
+# the sparse index ``unfanned`` over them is how the catch-up finds what an outage of fan-out left behind.
+UNFANNED_SHARD, UNFANNED_SINCE = "uf", "ufa"
+UNFANNED_INDEX = "unfanned"
+UNFANNED_SHARDS = 4  # index partitions, so that a burst of wide-topic publishes spreads its index writes
+
+
+def unfanned_shard(request_id: str) -> str:
+    return str(zlib.crc32(request_id.encode()) % UNFANNED_SHARDS)
 
 
 def entry_item(entry: LogEntry) -> Item:
@@ -35,6 +46,9 @@ def entry_item(entry: LogEntry) -> Item:
     }
     if entry.fanned:
         item[FANNED_OUT] = {"BOOL": True}
+    else:
+        item[UNFANNED_SHARD] = {"S": unfanned_shard(entry.request_id)}
+        item[UNFANNED_SINCE] = {"N": str(int(parse_timestamp(entry.publish_time, "publishTime")))}
     return item
 
 
@@ -72,6 +86,43 @@ class MessageLog:
     def put_entry(self, entry: LogEntry) -> None:
         with aws_errors("Publish (DynamoDB PutItem)"):
             self._ddb.put_item(TableName=self._table, Item=entry_item(entry))
+
+    def mark_fanned(self, entry: LogEntry) -> None:
+        """The entry's messages are in every subscription's queue: drop it from the unfanned index (an item that
+        expired meanwhile stays gone)."""
+        try:
+            with aws_errors("Fan-out (DynamoDB UpdateItem)"):  # a failed condition passes through as ClientError
+                self._ddb.update_item(
+                    TableName=self._table, Key={"topic": {"S": entry.topic}, "rid": {"S": entry.request_id}},
+                    UpdateExpression="SET #fo = :yes REMOVE #uf, #ufa", ConditionExpression="attribute_exists(rid)",
+                    ExpressionAttributeNames={"#fo": FANNED_OUT, "#uf": UNFANNED_SHARD, "#ufa": UNFANNED_SINCE},
+                    ExpressionAttributeValues={":yes": {"BOOL": True}})
+        except ClientError:
+            pass  # expired (TTL) or deleted with its topic: nothing is left to fan out
+
+    def unfanned(self, published_before: float, limit: int) -> Iterator[LogEntry]:
+        """Up to ``limit`` entries not yet fanned out that were published before ``published_before`` (epoch
+        seconds), oldest first within each index shard."""
+        left = limit
+        for shard in range(UNFANNED_SHARDS):
+            start: dict[str, Any] | None = None
+            while left > 0:
+                args: dict[str, Any] = {
+                    "TableName": self._table, "IndexName": UNFANNED_INDEX, "Limit": min(left, 100),
+                    "KeyConditionExpression": "#uf = :shard AND #ufa < :before",
+                    "ExpressionAttributeNames": {"#uf": UNFANNED_SHARD, "#ufa": UNFANNED_SINCE},
+                    "ExpressionAttributeValues": {":shard": {"S": str(shard)},
+                                                  ":before": {"N": str(int(published_before))}}}
+                if start:
+                    args["ExclusiveStartKey"] = start
+                with aws_errors("Fan-out catch-up (DynamoDB Query)"):
+                    page = self._ddb.query(**args)
+                for item in page.get("Items", []):
+                    left -= 1
+                    yield entry_from_item(item)
+                start = page.get("LastEvaluatedKey")
+                if not start:
+                    break
 
     def read_object(self, key: str) -> bytes | None:
         """The whole object, or None once it is gone (compacted into the archive)."""

@@ -13,6 +13,8 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar
 
+from chalicelib.store.call_record import carry
+
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -53,11 +55,11 @@ class Workers:
             except BaseException as exc:  # handed to the caller through the future, as a pool's worker does
                 done.set_exception(exc)
             return done
-        return self._executor().submit(fn)
+        return self._executor().submit(carry(fn))  # the caller's acting function (IAM call recorder)
 
     def map(self, fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
         """``fn`` of every item, concurrently; results in the items' order, the first failure raised."""
         listed = list(items)
         if len(listed) <= 1 or self._in_worker():
             return [fn(item) for item in listed]
-        return list(self._executor().map(fn, listed))
+        return list(self._executor().map(carry(fn), listed))

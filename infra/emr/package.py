@@ -1,11 +1,13 @@
 """Build the code bundle of the EMR jobs: ``metro-emr.zip`` (chalicelib + spark_emr, for --py-files) and the
 job entry scripts, optionally uploaded to S3.
 
-    python infra/emr/package.py [--out dist/emr] [--upload s3://code-bucket/metro/v1]
+    python infra/emr/package.py [--out dist/emr] [--upload s3://code-bucket/metro/<stage>/<version>]
 
-On the cluster, every step runs ``spark-submit --deploy-mode cluster --py-files s3://.../metro-emr.zip
-s3://.../jobs/<job>.py ...``; the nodes need Python 3.11 with pyarrow and boto3 (infra/emr/bootstrap.sh,
-a bootstrap action, installs them; infra/emr/requirements-emr.txt lists them).
+EMR Serverless (infra/emr/serverless.py, the default) uploads the same bundle and scripts itself, with the
+environment archive of infra/emr/venv.py, and runs ``--py-files`` (``spark.submit.pyFiles``) .../metro-emr.zip.
+On an EC2 cluster (the alternative), every step runs ``spark-submit --deploy-mode cluster --py-files
+s3://.../metro-emr.zip s3://.../jobs/<job>.py ...``, and the nodes get Python 3.11 with exactly
+infra/emr/requirements-emr.txt from infra/emr/bootstrap.sh, a bootstrap action: both are uploaded beside the bundle.
 """
 
 from __future__ import annotations

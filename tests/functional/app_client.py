@@ -18,16 +18,16 @@ from chalicelib.store import aws
 
 
 @contextlib.contextmanager
-def app_client(env: Mapping[str, str]) -> Iterator[Client]:
-    saved = {k: os.environ.get(k) for k in [*env, "AWS_ENDPOINT_URL"]}
+def process_environment(env: Mapping[str, str], also_saved: tuple[str, ...] = ()) -> Iterator[None]:
+    """``env`` in the process's environment (and AWS_ENDPOINT_URL out of it: in-process moto), with fresh AWS
+    clients and services; everything put back afterwards, ``also_saved`` too."""
+    saved = {k: os.environ.get(k) for k in [*env, "AWS_ENDPOINT_URL", *also_saved]}
     os.environ.update(env)
     os.environ.pop("AWS_ENDPOINT_URL", None)
     aws.reset_clients()
     runtime.reset()
     try:
-        with mock_aws(), Client(app, stage_name="local") as client:
-            bootstrap(Config())
-            yield client
+        yield
     finally:
         runtime.reset()
         aws.reset_clients()
@@ -36,3 +36,10 @@ def app_client(env: Mapping[str, str]) -> Iterator[Client]:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+@contextlib.contextmanager
+def app_client(env: Mapping[str, str]) -> Iterator[Client]:
+    with process_environment(env), mock_aws(), Client(app, stage_name="local") as client:
+        bootstrap(Config())
+        yield client

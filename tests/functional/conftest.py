@@ -10,11 +10,14 @@ import pytest
 from moto import mock_aws
 
 from chalicelib.config import Config
+from chalicelib.delivery.fanout import FanOut
+from chalicelib.delivery.push import PushDelivery
 from chalicelib.local.bootstrap import bootstrap
 from chalicelib.local.moto_fixes import fix_moto
 from chalicelib.runtime import Services
 from chalicelib.service.context import Context
-from chalicelib.store import aws
+from chalicelib.service.seek_worker import SeekWorker
+from chalicelib.store import aws, call_record
 
 
 class FakeClock:
@@ -33,6 +36,27 @@ def moto_as_metro_runs_it() -> None:
     """The moto fixes Metro applies wherever it starts moto (local/moto_fixes.py), for every test: patched
     once per process, so without this a test would see them or not depending on which tests ran before it."""
     fix_moto()
+
+
+# The use cases the functions' handlers run (delivery/event_handlers.py), which these tests call directly: each runs
+# as its function, unless a caller already acts as one (maintenance's fan-out catch-up runs FanOut as maintenance),
+# so that the IAM gate of `make test` sees their calls under the function that makes them (infra/iam_gate.py).
+_ACTING = ((FanOut, "handle", "fanout"), (FanOut, "catch_up", "maintenance"), (PushDelivery, "handle", "push"),
+           (SeekWorker, "handle", "seek_worker"), (SeekWorker, "resume_stalled", "maintenance"))
+
+
+@pytest.fixture(autouse=True)
+def use_cases_act_as_their_functions(monkeypatch: pytest.MonkeyPatch) -> None:
+    for owner, name, function in _ACTING:
+        original = getattr(owner, name)
+
+        def acting(*args: Any, _original: Any = original, _function: str = function, **kwargs: Any) -> Any:
+            if call_record.current_function():
+                return _original(*args, **kwargs)
+            with call_record.acting_as(_function):
+                return _original(*args, **kwargs)
+
+        monkeypatch.setattr(owner, name, acting)
 
 
 @pytest.fixture

@@ -125,3 +125,32 @@ def one_holder(endpoint: str) -> bool:
     for t in threads:
         t.join()
     return [bodies for bodies in got if bodies] == [[f"m{i}" for i in range(10)]]
+
+
+def test_a_send_to_a_mapped_queue_survives_the_send_speedup() -> None:
+    """moto receives inside a send to a queue with an enabled event source mapping (its stand-in for Lambda's poller);
+    the speed-up that hides a queue's attributes during sends must not hide them from that receive."""
+    import io
+    import json
+    import zipfile
+
+    import boto3
+    from moto import mock_aws
+
+    from chalicelib.local.moto_speedups import speed_up_moto
+
+    speed_up_moto()
+    with mock_aws(config={"lambda": {"use_docker": False}}):
+        sqs, lam, iam = (boto3.client(s, region_name="us-east-1") for s in ("sqs", "lambda", "iam"))
+        url = sqs.create_queue(QueueName="mapped", Attributes={"ReceiveMessageWaitTimeSeconds": "0"})["QueueUrl"]
+        arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        role = iam.create_role(RoleName="r", AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17",
+                               "Statement": []}))["Role"]["Arn"]
+        code = io.BytesIO()
+        with zipfile.ZipFile(code, "w") as z:
+            z.writestr("app.py", "def handler(event, context):\n    return {}\n")
+        lam.create_function(FunctionName="f", Runtime="python3.12", Role=role, Handler="app.handler",
+                            Code={"ZipFile": code.getvalue()})
+        lam.create_event_source_mapping(EventSourceArn=arn, FunctionName="f", BatchSize=10)
+        sqs.send_message_batch(QueueUrl=url, Entries=[{"Id": "1", "MessageBody": "x"}])
+        sqs.send_message(QueueUrl=url, MessageBody="y")

@@ -6,12 +6,13 @@ import functools
 import json
 import os
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from infra import lambda_runtime
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -19,11 +20,8 @@ ROOT = Path(__file__).resolve().parents[2]
 @functools.cache
 def _package() -> tuple[dict[str, Any] | None, str, Path]:
     out = Path(tempfile.mkdtemp(prefix="metro-package-test-"))
-    env = {**os.environ, "AWS_DEFAULT_REGION": os.environ.get("AWS_DEFAULT_REGION", "us-east-1")}
-    chalice = Path(sys.executable).parent / "chalice"
     try:
-        done = subprocess.run([str(chalice), "package", "--stage", "dev", str(out)], cwd=ROOT, env=env,
-                              capture_output=True, text=True, timeout=300, check=False)
+        done = lambda_runtime.chalice_package("dev", out, os.environ.get("AWS_DEFAULT_REGION", "us-east-1"), 300)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return None, f"chalice package could not run here: {exc}", out
     if done.returncode != 0:  # it needs the dependency wheels: offline without a cache it cannot build

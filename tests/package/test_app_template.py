@@ -4,10 +4,12 @@ names, roles and settings, the AMS API, and cfn-lint on what the deploy submits 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -48,8 +50,15 @@ def test_the_fanout_stream_mapping_reports_failures_bisects_and_keeps_what_fails
     assert mapping["EventSourceArn"] == {"Fn::ImportValue": "metro-dev-storage-MessagesStreamArn"}
     assert mapping["DestinationConfig"]["OnFailure"]["Destination"] == {"Fn::GetAtt": [template.DLQ_ID, "Arn"]}
     assert mapping["BatchSize"] == 100 and mapping["StartingPosition"] == "TRIM_HORIZON"
+    # a record holds its shard ten minutes at most; what it carried stays marked for the maintenance catch-up
+    assert mapping["MaximumRecordAgeInSeconds"] == 600
+    (pattern,) = [json.loads(f["Pattern"]) for f in mapping["FilterCriteria"]["Filters"]]
+    assert pattern == {"eventName": ["INSERT"], "dynamodb": {"NewImage": {"uf": {"S": [{"exists": True}]}}}}
     dlq = resources[template.DLQ_ID]
-    assert dlq["Properties"]["QueueName"] == StageNames("dev").dlq and dlq["DeletionPolicy"] == "Retain"
+    assert dlq["DeletionPolicy"] == "Retain"
+    # a retained queue is named after its stack, so that a destroy followed by a deploy finds the name free
+    prefix, stack_part = dlq["Properties"]["QueueName"]["Fn::Join"][1]
+    assert prefix == StageNames("dev").dlq and "AWS::StackId" in json.dumps(stack_part)
     assert not StageNames("dev").dlq.startswith(StageNames("dev").queue_prefix + "-")  # not a subscription queue
     alarm = resources[template.ALARM_ID]["Properties"]
     assert alarm["Dimensions"][0]["Value"] == {"Fn::GetAtt": [template.DLQ_ID, "QueueName"]}
@@ -161,3 +170,37 @@ def test_the_grpc_edge_task_gets_the_api_functions_environment(merged: dict[str,
     task = {e["Name"]: e["Value"] for e in container["Environment"]}
     edge_own = {"AWS_REGION", "METRO_GRPC_PORT", "METRO_GRPC_WORKERS", "METRO_GRPC_GRACE_SECONDS"}
     assert {k: v for k, v in task.items() if k not in edge_own} == function
+
+
+def test_the_ams_dialect_gets_its_own_host_name_when_asked(packaged: dict[str, Any]) -> None:
+    from infra.ams_stage import AMS_DOMAIN_ID, AMS_MAPPING_ID
+
+    plain = template.merge(packaged, SETTINGS)
+    assert AMS_DOMAIN_ID not in plain["Resources"]
+    cert = "arn:aws:acm:us-east-1:123456789012:certificate/abc"
+    merged = template.merge(packaged, dataclasses.replace(SETTINGS, ams_domain="ams.example.org",
+                                                          ams_certificate_arn=cert))
+    domain = merged["Resources"][AMS_DOMAIN_ID]["Properties"]
+    assert domain["DomainName"] == "ams.example.org" and domain["RegionalCertificateArn"] == cert
+    mapping = merged["Resources"][AMS_MAPPING_ID]
+    assert "BasePath" not in mapping["Properties"]  # argo-ams-library cannot send a path prefix
+    assert mapping["Properties"]["RestApiId"] == {"Ref": AMS_API_ID}
+    (stage_id,) = mapping["DependsOn"]
+    assert stage_id in sam_translated(merged)["Resources"]  # the stage SAM makes of the API, by that very id
+    assert merged["Outputs"]["AmsDomainTarget"]["Value"] == {"Fn::GetAtt": [AMS_DOMAIN_ID, "RegionalDomainName"]}
+
+
+def sam_translated(merged: dict[str, Any]) -> dict[str, Any]:
+    """The template as CloudFormation's SAM transform expands it (aws-sam-translator, in .venv-checkov with the
+    policy check, infra/policy_check.py)."""
+    python = ROOT / ".venv-checkov" / "bin" / "python"
+    if not python.exists():
+        pytest.skip(f"{python} is missing: `make test` installs it")
+    with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
+        json.dump(merged, f)
+        f.flush()
+        done = subprocess.run([str(python), "-c", "import json, sys; from infra.policy_check import transformed; "
+                               "print(json.dumps(transformed(json.load(open(sys.argv[1])))))", f.name],
+                              cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return dict(json.loads(done.stdout))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import platform
+import re
 import subprocess
 import sys
 import zipfile
@@ -12,15 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from infra import layer, template
+from infra import lambda_runtime, layer, template
 from tests.package.packaged import packaged_bundle, packaged_template
 
 LAMBDA_UNZIPPED_LIMIT = 250 * 1000 * 1000
-WHEEL_CACHE = Path(__file__).resolve().parents[2] / ".metro" / "cache" / "layer-wheels"
+ROOT = Path(__file__).resolve().parents[2]
+WHEEL_CACHE = ROOT / ".metro" / "cache" / "layer-wheels"
 
-# Run with -I -S: no site-packages, so pyarrow and chalicelib come only from the two folders given. It ends with
-# os._exit: a Lambda runtime process is frozen and killed, never finalized, and the layer's pyarrow (20.0.0) aborts
-# at interpreter exit about half the time (std::terminate on a still-running thread pool) once the script is done.
+# Run with Lambda's Python (the packaging venv's) and -I -S: no site-packages, so pyarrow and chalicelib come only
+# from the two folders given. It ends with os._exit, as a Lambda runtime process is frozen and killed, never
+# finalized.
 READ_ARCHIVE = """
 import sys
 sys.path[:0] = [sys.argv[1], sys.argv[2]]
@@ -32,15 +34,15 @@ table = archive.parquet_to_table(archive.table_to_parquet(pa.Table.from_pylist(r
 table = table.filter(pc.is_in(table["message_id"], value_set=pa.array(["m1"])))
 print(pa.__file__, table.to_pylist()[0]["data"], flush=True)
 import os
-os._exit(0)  # pyarrow before 21 can abort while the interpreter tears its thread pool down, after the work
+os._exit(0)
 """
 
 
 @pytest.fixture(scope="module")
 def layer_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The wheel the deploy puts in the layer, downloaded for Lambda's platform as the deploy does it."""
-    if sys.platform != "linux" or platform.machine() != "x86_64" or sys.version_info[:2] != (3, 11):
-        pytest.skip("the layer's wheel runs here only on Lambda's platform (linux x86_64 3.11)")
+    if sys.platform != "linux" or platform.machine() != "x86_64":
+        pytest.skip("the layer's wheel runs here only on Lambda's platform (linux x86_64)")
     packaged_bundle()  # skips where chalice package cannot fetch its wheels (offline): so would this download
     try:  # the wheel (about 40 MB) is kept under .metro/ so that a network hiccup fails at most the first run
         return layer.download(tmp_path_factory.mktemp("layer"), WHEEL_CACHE)
@@ -62,7 +64,7 @@ def artifact(tmp_path_factory: pytest.TempPathFactory, layer_site: Path) -> tupl
 
 
 def run_isolated(task: Path, extra: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-I", "-S", "-c", READ_ARCHIVE, str(task), str(extra)],
+    return subprocess.run([str(lambda_runtime.package_python()), "-I", "-S", "-c", READ_ARCHIVE, str(task), str(extra)],
                           capture_output=True, text=True, timeout=120, check=False)
 
 
@@ -89,15 +91,19 @@ def test_every_function_gets_the_layer() -> None:
     merged = template.merge(packaged_template(), settings)
     layer_resource = merged["Resources"][template.LAYER_ID]["Properties"]
     assert layer_resource["Content"] == {"S3Bucket": "b", "S3Key": "deploy/dev/layer.zip"}
-    assert layer_resource["CompatibleRuntimes"] == ["python3.11"]
+    assert layer_resource["CompatibleRuntimes"] == ["python3.12"]
+    for logical_id in template.FUNCTION_IDS.values():  # chalice packaged every function for that runtime
+        assert merged["Resources"][logical_id]["Properties"]["Runtime"] == "python3.12"
     for logical_id in template.FUNCTION_IDS.values():
         assert merged["Resources"][logical_id]["Properties"]["Layers"] == [{"Ref": template.LAYER_ID}]
     assert json.dumps(merged).count("PyarrowLayer") == 1 + len(template.FUNCTION_IDS)
 
 
-def test_the_layer_wheel_loads_on_lambdas_amazon_linux_2(layer_site: Path) -> None:
-    """Lambda's python3.11 runtime has glibc 2.26: the wheel must be manylinux2014 (pip's --platform picks only
-    wheels of that tag or older; a pin without one, as pyarrow 21 and later are, fails the deploy's download)."""
+def test_the_layer_wheel_is_the_archives_pyarrow_for_lambdas_amazon_linux_2023(layer_site: Path) -> None:
+    """Lambda's python3.12 runtime has glibc 2.34: a manylinux_2_28 wheel of CPython 3.12 loads there, and it is the
+    pyarrow the Spark jobs write the archive with."""
     [wheel] = WHEEL_CACHE.glob(f"pyarrow-{layer.LAYER_PYARROW}-*.whl")
-    assert wheel.name.startswith(f"pyarrow-{layer.LAYER_PYARROW}-cp311-cp311-")
-    assert "manylinux2014_x86_64" in wheel.name
+    assert wheel.name.startswith(f"pyarrow-{layer.LAYER_PYARROW}-cp312-cp312-")
+    assert re.search(r"manylinux_2_(1[7-9]|2[0-8])_x86_64", wheel.name), wheel.name
+    dev_pin = re.search(r"^pyarrow==(\S+)$", (ROOT / "requirements-dev.txt").read_text(), re.M)
+    assert dev_pin and dev_pin.group(1) == layer.LAYER_PYARROW

@@ -20,6 +20,27 @@ def publish(gapic: Any, topic: str, *messages: dict[str, Any]) -> list[str]:
     return list(gapic.publish(topic=topic, messages=[PubsubMessage(**m) for m in messages]).message_ids)
 
 
+def fanout_failures_url(deployed: Deployed) -> str:
+    """The fan-out DLQ of the app stack deployed last (each stack names its own: they outlive a destroy)."""
+    found = boto3.client("cloudformation").describe_stacks(StackName=deployed.names.app_stack)["Stacks"][0]
+    return str({o["OutputKey"]: o["OutputValue"] for o in found["Outputs"]}["FanoutFailuresQueueUrl"])
+
+
+def scheduled_event(**detail: Any) -> dict[str, Any]:
+    """What the maintenance schedule sends (at the top of an hour), with ``detail`` as given."""
+    return {"version": "0", "id": "rehearsal", "detail-type": "Scheduled Event", "source": "aws.events",
+            "account": "000000000000", "time": "2026-01-01T00:00:00Z", "region": "us-east-1", "resources": [],
+            "detail": detail}
+
+
+def invoke_maintenance(deployed: Deployed, **detail: Any) -> dict[str, Any]:
+    answer = boto3.client("lambda").invoke(FunctionName=deployed.names.function("maintenance"),
+                                           Payload=json.dumps(scheduled_event(**detail)).encode())
+    result = json.loads(answer["Payload"].read())
+    assert "FunctionError" not in answer, result
+    return dict(result)
+
+
 def test_publish_pull_acknowledge(gapic: Any, subscriber: Any, topic: str, sub: str) -> None:
     sent = publish(gapic, topic, *({"data": f"m{i}".encode(), "attributes": {"i": str(i)}} for i in range(10)))
     got = pull_n(subscriber, sub, 10)
@@ -61,19 +82,12 @@ def test_fan_out_through_the_stream_mapping(deployed: Deployed, gapic: Any, publ
         assert got.message.message_id == sent
         subscriber.acknowledge(subscription=name, ack_ids=[got.ack_id])
     failures = boto3.client("sqs").get_queue_attributes(
-        QueueUrl=boto3.client("sqs").get_queue_url(QueueName=deployed.names.dlq)["QueueUrl"],
-        AttributeNames=["ApproximateNumberOfMessages"])["Attributes"]
+        QueueUrl=fanout_failures_url(deployed), AttributeNames=["ApproximateNumberOfMessages"])["Attributes"]
     assert failures["ApproximateNumberOfMessages"] == "0"
 
 
 def test_the_scheduled_maintenance_function_runs(deployed: Deployed, sub: str) -> None:
     """Invoked with the event its schedule sends at the top of an hour: the dead-letter sweep, stalled seeks and the
     idle expiry run, and none of the fresh subscriptions expires."""
-    event = {"version": "0", "id": "rehearsal", "detail-type": "Scheduled Event", "source": "aws.events",
-             "account": "000000000000", "time": "2026-01-01T00:00:00Z", "region": "us-east-1", "resources": [],
-             "detail": {}}
-    answer = boto3.client("lambda").invoke(FunctionName=deployed.names.function("maintenance"),
-                                           Payload=json.dumps(event).encode())
-    result = json.loads(answer["Payload"].read())
-    assert "FunctionError" not in answer, result
-    assert result == {"expired": [], "deadLettered": 0, "seeks_resumed": 0}
+    result = invoke_maintenance(deployed)
+    assert result == {"expired": [], "deadLettered": 0, "fannedOut": 0, "seeks_resumed": 0}

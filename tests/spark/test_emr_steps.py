@@ -87,12 +87,11 @@ def test_checked_in_schedule_matches_the_generator() -> None:
     on_disk = json.loads((ROOT / "infra/emr/nightly-schedule.json").read_text())
     assert on_disk == steps.placeholder_schedule()
     target = on_disk["Target"]
-    assert target["Arn"] == "arn:aws:scheduler:::aws-sdk:emr:addJobFlowSteps"
-    assert [s["Name"] for s in json.loads(target["Input"])["Steps"]] == [
-        "metro-compact",
-        "metro-retention",
-        "metro-metrics",
-    ]
+    assert target["Arn"] == "arn:aws:scheduler:::aws-sdk:emr:runJobFlow"  # a transient cluster with its steps
+    run_job_flow = json.loads(target["Input"])
+    assert run_job_flow["Instances"]["KeepJobFlowAliveWhenNoSteps"] is False
+    assert [s["Name"] for s in run_job_flow["Steps"]] == ["metro-compact", "metro-retention", "metro-metrics"]
+    assert len(target["Input"]) <= 8192  # EventBridge Scheduler's limit on a target's input
 
 
 def test_policies_grant_what_the_jobs_use() -> None:
@@ -101,7 +100,7 @@ def test_policies_grant_what_the_jobs_use() -> None:
     assert {"s3:ListBucket", "s3:GetObject", "s3:PutObject", "s3:DeleteObject"} <= actions
     assert {"dynamodb:Query", "sqs:SendMessage"} <= actions
     sched = json.loads((ROOT / "infra/emr/scheduler-role-policy.json").read_text())
-    assert sched["Statement"][0]["Action"] == ["elasticmapreduce:AddJobFlowSteps"]
+    assert sched["Statement"][0]["Action"] == ["elasticmapreduce:RunJobFlow"]
 
 
 def test_bundle_is_importable_from_the_zip(tmp_path: Path) -> None:

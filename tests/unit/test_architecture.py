@@ -15,14 +15,15 @@ APP = ROOT / "app.py"
 
 # package -> the chalicelib packages (and top-level modules) it may import; docs/architecture.md says why.
 ALLOWED: dict[str, set[str]] = {
-    "app": {"api", "delivery", "config"},  # app.py: the Chalice routes and event handlers
+    "app": {"api", "delivery", "config", "observability"},  # app.py: the Chalice routes and event handlers
     "core": set(),
     "store": {"core", "config"},
-    "service": {"core", "store", "config"},
-    "delivery": {"core", "store", "service", "config", "runtime"},
+    "service": {"core", "store", "config", "observability"},
+    "delivery": {"core", "store", "service", "config", "runtime", "observability"},
     "api": {"core", "service", "runtime", "config"},
     "runtime": {"service", "store", "config"},  # the composition root: builds the stores and services
     "config": set(),
+    "observability": {"core", "config"},  # log lines and metrics (Powertools); no AWS call of its own
     # python -m chalicelib.container: the gRPC edge as a long-running process. It drives the rest, as local/ does,
     # but through the composition root and local/'s gRPC server only (no emulator, no HTTP server of its own).
     "container": {"local", "runtime", "config", "core"},

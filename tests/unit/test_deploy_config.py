@@ -40,10 +40,13 @@ def test_push_function_fits_an_sqs_mapping(stage: str) -> None:
 
 @pytest.mark.parametrize("stage", DEPLOYED)
 def test_policy_lets_metro_manage_push_mappings_and_deliver(stage: str) -> None:
-    for function in ("api_handler", "maintenance"):  # push configuration changes, mapping repair
+    for function in ("api_handler", "seek_worker"):  # push configuration changes, a seek's new queue generation
         for action in ("lambda:CreateEventSourceMapping", "lambda:ListEventSourceMappings",
                        "lambda:UpdateEventSourceMapping", "lambda:DeleteEventSourceMapping"):
             assert allowed(stage, function, action), (function, action)
+    for action in ("lambda:ListEventSourceMappings", "lambda:DeleteEventSourceMapping"):  # the idle expiry
+        assert allowed(stage, "maintenance", action), action
+    assert not allowed(stage, "maintenance", "lambda:CreateEventSourceMapping")  # repair is the deploy's (stage_data)
     for action in (  # the push function's role is what the mapping polls the queue with
                    "sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes",
                    # throttle state, push index (and its removal in one BatchWriteItem)
@@ -58,7 +61,7 @@ def test_deploy_repairs_push_mappings_without_partial_batch_failure_reports() ->
     import boto3
     from botocore.stub import Stubber
 
-    from infra import deploy
+    from infra import stage_data
 
     ok, old = "00000000-0000-4000-8000-000000000001", "00000000-0000-4000-8000-000000000002"
     lam = boto3.client("lambda", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
@@ -68,5 +71,5 @@ def test_deploy_repairs_push_mappings_without_partial_batch_failure_reports() ->
             {"FunctionName": "metro-dev-push"})
         stub.add_response("update_event_source_mapping", {"UUID": old},
                           {"UUID": old, "FunctionResponseTypes": ["ReportBatchItemFailures"]})
-        assert deploy.repair_push_mappings(lam, "metro-dev-push") == 1
+        assert stage_data.repair_push_mappings(lam, "metro-dev-push") == 1
         stub.assert_no_pending_responses()

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from infra import deploy, grpc_stack, policies
+from infra import concurrency, deploy, grpc_stack, policies
 from infra.names import StageNames
 from tests.unit.test_iam_policies import as_list, assert_scoped
 
@@ -131,9 +131,13 @@ def test_the_task_role_grants_nothing_the_api_role_does_not(stage: str) -> None:
     api = grants(policies.policy(stage, "api_handler")["Statement"])
     assert task <= api, sorted(task - api)
     assert_scoped(stage, grpc_stack.task_policy(stage))
-    # what it leaves out: the function's own log group and :metrics' CloudWatch read, which no gRPC method makes
-    assert {a for a, _, _ in api - task} == {"logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents",
-                                             "cloudwatch:GetMetricStatistics"}
+    # what it leaves out: the function's own log group, its traces and :metrics' reads (CloudWatch, the metrics job's
+    # summaries and the listing that makes a missing one a 404), which no gRPC method makes
+    assert {a for a, _, _ in api - task} == {"logs:CreateLogStream", "logs:PutLogEvents", "xray:PutTelemetryRecords",
+                                             "xray:PutTraceSegments", "cloudwatch:GetMetricStatistics",
+                                             "s3:GetObject", "s3:ListBucket"}
+    assert {r for a, r, _ in api - task if a == "s3:GetObject"} == {json.dumps(
+        {"Fn::Sub": f"arn:${{AWS::Partition}}:s3:::{StageNames(stage).bucket}/metrics/*"})}
 
 
 def test_the_template_carries_that_policy_and_ecs_tasks_alone_assume_the_roles(built: dict[str, Any]) -> None:
@@ -227,6 +231,7 @@ def test_the_grpc_stack_is_deployed_after_the_app_and_destroyed_before_it(monkey
     monkeypatch.setattr(deploy, "grpc_network", lambda ec2, vpc, subnets: ("vpc-1", ["subnet-a", "subnet-b"]))
     monkeypatch.setattr(deploy, "session_client", lambda service, region: service)
     monkeypatch.setattr(deploy, "deploy_stage", lambda t, settings, workdir: (steps.append("app"), (True, "url"))[1])
+    monkeypatch.setattr(deploy, "concurrency_plan", lambda t, push_cap: concurrency.Plan({"maintenance": 1}))
 
     def change_set(cfn: Any, stack: str, source: dict[str, str], parameters: dict[str, str]) -> bool:
         template = json.loads(source["TemplateBody"])

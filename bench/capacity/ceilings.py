@@ -1,0 +1,80 @@
+"""Closed-form ceilings: what one quota allows Metro, from the quotas and the per-operation arithmetic.
+
+These are the figures docs/deploy.md states beside the quotas; the simulation (simulate.py) meets them when a
+day's traffic reaches them, and tests/unit/test_capacity_*.py check both agree.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from bench.capacity import usage as ops
+from bench.capacity.profile import Handlers
+from bench.capacity.quotas import DEFAULT_QUOTAS, Quotas
+from bench.pricing import PRICES
+
+MONTH_S = 30 * 86_400
+
+
+@dataclass(frozen=True)
+class WideTopic:
+    subscriptions: int
+    sends_per_request: int  # SendMessageBatch calls per publish request
+    fanned_by: str  # "publish" or "stream"
+    ms_per_request: float  # the sends' time in the handler that makes them (calls in rounds of send_threads)
+    lane_requests_s: float  # publish requests/s the topic's stream lane fans out (inf: publish does it)
+
+
+def topic_publish_requests_s(q: Quotas = DEFAULT_QUOTAS, item_bytes: int = ops.LOG_ITEM_BYTES) -> float:
+    """One topic's publish requests/s: its messages-table partition (one item each), or its S3 prefix."""
+    return min(q.ddb_partition_wcu / ops.write_units(item_bytes), float(q.s3_put_per_prefix))
+
+
+def topic_messages_s(per_request: int, q: Quotas = DEFAULT_QUOTAS) -> float:
+    return topic_publish_requests_s(q) * per_request
+
+
+def max_long_pulls(other_concurrency: float = 0.0, q: Quotas = DEFAULT_QUOTAS) -> float:
+    """Pulls that may wait at once: the account's concurrency less what everything else holds."""
+    return max(0.0, q.lambda_concurrency - other_concurrency)
+
+
+def wide_topic(subscriptions: int, per_request: int = 10, message_bytes: int = 1024, h: Handlers | None = None,
+               q: Quotas = DEFAULT_QUOTAS) -> WideTopic:
+    h = h or Handlers()
+    calls, _ = ops.send_calls(per_request, ops.envelope_bytes(message_bytes, h.inline_max_bytes), q)
+    sends = calls * subscriptions
+    ms = math.ceil(sends / h.send_threads) * ops.SQS_MS
+    if subscriptions <= h.direct_fanout_max_subscriptions:
+        return WideTopic(subscriptions, sends, "publish", ms, math.inf)
+    record = ops.fanout_record(per_request, message_bytes, subscriptions, threads=h.send_threads,
+                               inline_max=h.inline_max_bytes, q=q)
+    return WideTopic(subscriptions, sends, "stream", ms, 1000 / record.ms)
+
+
+def s3_put_usd_per_month(messages_s: float, per_request: int) -> float:
+    """S3 PutObject dollars a month (30 days) at ``messages_s`` in publish requests of ``per_request``."""
+    return messages_s / per_request * MONTH_S * PRICES["s3_put_class"].each
+
+
+def push_messages_s(h: Handlers | None = None) -> float:
+    """One push subscription's most messages/s: its mapping's concurrency x batch / (invocation + receive)."""
+    h = h or Handlers()
+    cycle = (ops.push_batch(h.push_endpoint_ms).ms + ops.SQS_MS) / 1000
+    return h.push_max_concurrency * h.push_batch_size / cycle
+
+
+def pull_loop_messages_s(max_messages: int = 100, message_bytes: int = 1024, h: Handlers | None = None) -> float:
+    """One pull loop's most messages/s: full pulls, each followed by its acknowledge and the client's gap."""
+    h = h or Handlers()
+    m = ops.max_pull(message_bytes, max_messages)
+    cycle = (ops.pull(m, message_bytes, max_messages).ms + ops.acknowledge(m).ms) / 1000 + h.client_gap_s
+    return m / cycle
+
+
+def api_messages_s(per_request: int, messages_per_pull: float, subscriptions: int = 1,
+                   q: Quotas = DEFAULT_QUOTAS) -> float:
+    """Messages/s API Gateway's throttle allows: a publish per ``per_request`` messages, a pull and an acknowledge
+    per ``messages_per_pull`` per subscription."""
+    return q.apigw_rps / (1 / per_request + 2 * subscriptions / messages_per_pull)

@@ -1,0 +1,248 @@
+"""What one publish request, pull, acknowledge, push batch or fan-out record asks of AWS, and what that costs.
+
+The arithmetic follows the code paths (docs/architecture.md) and bench's meter (bench/meter.py) so that the model
+and the benchmark count alike:
+
+- publish: one S3 PutObject, one consistent Query for the topic's subscriptions (about 460 bytes per
+  subscription item), ``ceil(n / per_batch)`` SendMessageBatch per subscription when publish fans out itself, one
+  PutItem of the log item (about 170 bytes: 1 write unit);
+- pull of m messages: ``m / 10`` ReceiveMessage plus the empty receive that ends it (none when it reached
+  maxMessages), one S3 range GET per raw object when bodies are not inline;
+- acknowledge of m ids: ``m / 10`` DeleteMessageBatch;
+- push batch: the mapping's ReceiveMessage, Metro's DeleteMessageBatch, the mapping's own delete of the
+  batch, the throttle GetItem (eventually consistent: half a read unit);
+- fan-out of one stream record (topics above the direct fan-out threshold): one S3 GetObject, the
+  subscriptions Query (per batch of records), the sends, the UpdateItem that marks the item fanned out.
+
+Prices come from bench/pricing.py (``PRICES``, ``LAMBDA_MEMORY_GB``), never copied. Lambda GB-seconds are
+concurrency x seconds x memory, so a long pull bills its whole wait (bench's duration model leaves empty waits
+out: its clients never wait on an empty queue).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+
+from bench.capacity.quotas import DEFAULT_QUOTAS, KIB, Quotas
+from bench.pricing import LAMBDA_MEMORY_GB, MODEL_CALL_MS, PRICES
+
+SQS_CHUNK = 64 * KIB  # SQS bills one request per started 64 KiB of payload
+ENVELOPE_OVERHEAD = 109  # queue body bytes around the base64 data (bench/results.json A: 1,477 for 1 KiB)
+POINTER_ENVELOPE = 185  # a queue body that points into the raw object (bench/results.json C)
+SUBSCRIPTION_ITEM_BYTES = 460  # a subscription item as the publish Query reads it (bench/results.json A)
+LOG_ITEM_BYTES = 170  # the messages table's item of one publish request (bench/results.json A: 164)
+MAX_PULL_RESPONSE_BYTES = 4_000_000  # chalicelib/core/limits.py
+PULL_RESPONSE_OVERHEAD = 200  # bytes of a received message around its base64 data
+HANDLER_COMPUTE_MS = 5.0  # a handler's own time besides its AWS calls
+DDB_MS = MODEL_CALL_MS["dynamodb"]
+SQS_MS = MODEL_CALL_MS["sqs"]
+S3_GET_MS = MODEL_CALL_MS["s3"]
+S3_PUT_MS = MODEL_CALL_MS["s3:PutObject"]
+S3_BYTES_PER_MS = 100e6 / 1000  # bench's transfer model, 100 MB/s
+
+
+@dataclass
+class Usage:
+    """Billed AWS quantities (requests and units), summed over any number of operations."""
+
+    apigw: float = 0.0  # API Gateway REST requests
+    invocations: float = 0.0  # Lambda invocations
+    gb_s: float = 0.0  # Lambda GB-seconds
+    s3_put: float = 0.0  # S3 PUT-class requests
+    s3_get: float = 0.0  # S3 GET-class requests
+    ddb_calls: float = 0.0  # DynamoDB requests (GetItem, Query, PutItem, ...)
+    ddb_wu: float = 0.0
+    ddb_ru: float = 0.0
+    sqs_calls: float = 0.0  # SQS API calls
+    sqs: float = 0.0  # SQS billed requests (per started 64 KiB)
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(**{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)})
+
+    def scaled(self, k: float) -> Usage:
+        return Usage(**{f.name: getattr(self, f.name) * k for f in fields(self)})
+
+    def add(self, other: Usage, k: float = 1.0) -> None:
+        """In place: ``self += k * other``."""
+        for name in _FIELDS:
+            setattr(self, name, getattr(self, name) + k * getattr(other, name))
+
+    @property
+    def aws_calls(self) -> float:
+        """AWS requests besides API Gateway and Lambda: what bench reports as ``aws_requests_per_message``."""
+        return self.s3_put + self.s3_get + self.ddb_calls + self.sqs_calls
+
+    def by_service(self) -> dict[str, float]:
+        return {"API Gateway": self.apigw, "Lambda": self.invocations, "S3": self.s3_put + self.s3_get,
+                "DynamoDB": self.ddb_calls, "SQS": self.sqs_calls}
+
+    def cost_by_price(self) -> dict[str, float]:
+        """Dollars by bench.pricing price key."""
+        quantities = {"apigw_rest": self.apigw, "lambda_invocation": self.invocations, "lambda_gb_s": self.gb_s,
+                      "s3_put_class": self.s3_put, "s3_get_class": self.s3_get, "ddb_write_unit": self.ddb_wu,
+                      "ddb_read_unit": self.ddb_ru, "sqs_request": self.sqs}
+        return {key: q * PRICES[key].each for key, q in quantities.items()}
+
+    def cost(self) -> float:
+        return sum(self.cost_by_price().values())
+
+
+_FIELDS = tuple(f.name for f in fields(Usage))
+
+
+# -- sizes ------------------------------------------------------------------------------------------------------
+
+
+def base64_bytes(n: int) -> int:
+    return 4 * math.ceil(n / 3)
+
+
+def envelope_bytes(message_bytes: int, inline_max: int = 40 * KIB) -> int:
+    """A queue body: the data inline (base64) when the envelope fits ``inline_max``, else a pointer."""
+    inline = base64_bytes(message_bytes) + ENVELOPE_OVERHEAD
+    return inline if inline <= inline_max else POINTER_ENVELOPE
+
+
+def is_inline(message_bytes: int, inline_max: int = 40 * KIB) -> bool:
+    return envelope_bytes(message_bytes, inline_max) != POINTER_ENVELOPE
+
+
+def send_calls(n: int, envelope: int, q: Quotas = DEFAULT_QUOTAS) -> tuple[int, int]:
+    """SendMessageBatch calls for ``n`` messages to one queue and the SQS requests they bill."""
+    per_call = max(1, min(q.sqs_batch_entries, q.sqs_batch_bytes // envelope))
+    full, rest = divmod(n, per_call)
+    billed = full * max(1, math.ceil(per_call * envelope / SQS_CHUNK))
+    if rest:
+        billed += max(1, math.ceil(rest * envelope / SQS_CHUNK))
+    return full + (1 if rest else 0), billed
+
+
+def max_pull(message_bytes: int, max_messages: int) -> int:
+    """Messages one pull can return: maxMessages, or fewer when the response's byte cap comes first."""
+    return max(1, min(max_messages, MAX_PULL_RESPONSE_BYTES // (base64_bytes(message_bytes) + PULL_RESPONSE_OVERHEAD)))
+
+
+def write_units(item_bytes: int) -> int:
+    return max(1, math.ceil(item_bytes / KIB))
+
+
+def partition_writes(wide: bool) -> int:
+    """Write units one publish request costs its topic's partition of the messages table: the log item, and for a
+    topic the stream fans out, the fan-out's UpdateItem of the same item."""
+    return write_units(LOG_ITEM_BYTES) * (2 if wide else 1)
+
+
+def _query_ru(subscriptions: int) -> float:
+    return float(max(1, math.ceil(subscriptions * SUBSCRIPTION_ITEM_BYTES / (4 * KIB))))
+
+
+def _query_pages(subscriptions: int) -> int:
+    return max(1, math.ceil(subscriptions * SUBSCRIPTION_ITEM_BYTES / 1e6))
+
+
+def _rounds(calls: int, threads: int) -> int:
+    return math.ceil(calls / threads) if calls else 0
+
+
+def _gb_s(ms: float) -> float:
+    return ms / 1000 * LAMBDA_MEMORY_GB
+
+
+# -- operations -------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One operation: what it bills and how long it holds its Lambda (ms)."""
+
+    usage: Usage
+    ms: float
+
+
+def publish(n: int, message_bytes: int, subscriptions: int, *, direct_max: int = 20, threads: int = 32,
+            inline_max: int = 40 * KIB, q: Quotas = DEFAULT_QUOTAS) -> Operation:
+    """One publish request of ``n`` messages to a topic of ``subscriptions`` subscriptions."""
+    blob = n * (message_bytes + 64)
+    calls, billed = send_calls(n, envelope_bytes(message_bytes, inline_max), q)
+    direct = subscriptions <= direct_max
+    sends, sqs = (calls * subscriptions, billed * subscriptions) if direct else (0, 0)
+    ms = (HANDLER_COMPUTE_MS + S3_PUT_MS + blob / S3_BYTES_PER_MS  # the Query overlaps the PutObject
+          + _rounds(sends, threads) * SQS_MS + DDB_MS)
+    # an item publish did not fan out also goes into the sparse ``unfanned`` index (one more write unit)
+    usage = Usage(apigw=1, invocations=1, s3_put=1, ddb_calls=_query_pages(subscriptions) + 1,
+                  ddb_wu=write_units(LOG_ITEM_BYTES) + (0 if direct else 1), ddb_ru=_query_ru(subscriptions),
+                  sqs_calls=sends, sqs=sqs)
+    usage.gb_s = _gb_s(ms)
+    return Operation(usage, ms)
+
+
+def fanout_record(n: int, message_bytes: int, subscriptions: int, *, threads: int = 32,
+                  inline_max: int = 40 * KIB, q: Quotas = DEFAULT_QUOTAS) -> Operation:
+    """The stream's fan-out of one publish request (topics above the direct fan-out threshold): the S3 GetObject,
+    the sends of one record, and the UpdateItem that marks the log item fanned out (and drops it from the
+    ``unfanned`` index: two write units). The invocation and the subscriptions Query are per batch:
+    :func:`fanout_batch`."""
+    blob = n * (message_bytes + 64)
+    calls, billed = send_calls(n, envelope_bytes(message_bytes, inline_max), q)
+    sends = calls * subscriptions
+    ms = S3_GET_MS + blob / S3_BYTES_PER_MS + _rounds(sends, threads) * SQS_MS + DDB_MS
+    usage = Usage(s3_get=1, ddb_calls=1, ddb_wu=2, sqs_calls=sends, sqs=billed * subscriptions)
+    usage.gb_s = _gb_s(ms)
+    return Operation(usage, ms)
+
+
+def fanout_batch(subscriptions: int) -> Operation:
+    """A fan-out invocation's own part: the invocation and one consistent Query for the topic's subscriptions."""
+    pages = _query_pages(subscriptions)
+    ms = HANDLER_COMPUTE_MS + pages * DDB_MS
+    usage = Usage(invocations=1, ddb_calls=pages, ddb_ru=_query_ru(subscriptions))
+    usage.gb_s = _gb_s(ms)
+    return Operation(usage, ms)
+
+
+def pull(m: float, message_bytes: int, max_messages: int, *, per_request: int = 10, wait_s: float = 0.0,
+         inline_max: int = 40 * KIB) -> Operation:
+    """A pull that returns ``m`` messages (a mean: fractions allowed; 0 is an empty long poll of ``wait_s``)."""
+    full = m >= max_pull(message_bytes, max_messages)
+    receives = m / 10 + (0 if full else 1)
+    per_receive = max(1, math.ceil(10 * envelope_bytes(message_bytes, inline_max) / SQS_CHUNK)) if m else 1
+    gets = 0.0 if is_inline(message_bytes, inline_max) or not m else min(m, m / per_request + 1)
+    ms = HANDLER_COMPUTE_MS + receives * SQS_MS + gets * S3_GET_MS + wait_s * 1000
+    usage = Usage(apigw=1, invocations=1, s3_get=gets, sqs_calls=receives,
+                  sqs=(m / 10) * per_receive + (0 if full else 1))
+    usage.gb_s = _gb_s(ms)
+    return Operation(usage, ms)
+
+
+def acknowledge(m: float) -> Operation:
+    """An acknowledge request of ``m`` ack ids."""
+    deletes = max(1.0, m / 10)
+    ms = HANDLER_COMPUTE_MS + deletes * SQS_MS
+    usage = Usage(apigw=1, invocations=1, sqs_calls=deletes, sqs=deletes)
+    usage.gb_s = _gb_s(ms)
+    return Operation(usage, ms)
+
+
+def push_batch(endpoint_ms: float = 20.0, mapping_deletes: bool = True) -> Operation:
+    """One push invocation (a batch of up to 10 messages, one POST each, concurrently)."""
+    sqs = 3.0 if mapping_deletes else 2.0
+    ms = HANDLER_COMPUTE_MS + DDB_MS + endpoint_ms + SQS_MS
+    usage = Usage(invocations=1, ddb_calls=1, ddb_ru=0.5, sqs_calls=sqs, sqs=sqs)
+    usage.gb_s = _gb_s(ms)
+    return Operation(usage, ms)
+
+
+def idle_receive() -> Usage:
+    """An empty long poll of a push mapping's poller (billed SQS request, no invocation)."""
+    return Usage(sqs_calls=1, sqs=1)
+
+
+def per_message(n: int, message_bytes: int, subscriptions: int, messages_per_pull: float, max_messages: int,
+                q: Quotas = DEFAULT_QUOTAS) -> Usage:
+    """Steady-state usage per published message: publish in requests of ``n``, every subscription pulled in pulls of
+    ``messages_per_pull`` and acknowledged in as many requests (no waiting, no empty pulls)."""
+    pub = publish(n, message_bytes, subscriptions, q=q).usage.scaled(1 / n)
+    m = messages_per_pull
+    consume = (pull(m, message_bytes, max_messages, per_request=n).usage + acknowledge(m).usage).scaled(1 / m)
+    return pub + consume.scaled(subscriptions)

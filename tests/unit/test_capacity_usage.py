@@ -1,0 +1,148 @@
+"""The capacity model's arithmetic (bench/capacity/usage.py, ceilings.py) on small cases checked by hand, and against
+the benchmark's recorded scenario A (bench/results.json)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.capacity import ceilings
+from bench.capacity import usage as ops
+from bench.pricing import PRICES
+
+RESULTS = Path(ops.__file__).resolve().parents[1] / "results.json"
+
+
+def _scenario(key: str) -> dict[str, Any]:
+    return json.loads(RESULTS.read_text())["results"][key]  # type: ignore[no-any-return]
+
+
+def test_a_1_kib_message_travels_inline_in_a_1477_byte_queue_body() -> None:
+    # base64 of 1,024 bytes is 4 x 342 = 1,368 characters, plus the envelope's 109: bench measured 1,477 per message
+    assert ops.envelope_bytes(1024) == 1477
+    a = _scenario("A")
+    sends = next(r for r in a["requests"] if r["operation"] == "SendMessageBatch")
+    assert sends["units_per_1k"]["payload_bytes"] == 1477 * 1000
+
+
+def test_a_100_message_publish_to_one_subscription() -> None:
+    u = ops.publish(100, 1024, 1).usage
+    # one PutObject, the subscriptions Query and the log item's PutItem, ten SendMessageBatch of 10 x 1,477 bytes
+    assert (u.apigw, u.invocations, u.s3_put, u.ddb_calls, u.sqs_calls, u.sqs) == (1, 1, 1, 2, 10, 10)
+    assert (u.ddb_wu, u.ddb_ru) == (1, 1)
+    assert u.aws_calls == 13
+
+
+def test_pulls_and_acks_of_scenario_a_count_as_the_benchmark_counted() -> None:
+    a = _scenario("A")
+    m = a["messages_per_pull"]  # 71.4
+    calls = {r["operation"]: r["calls_per_1k"] for r in a["requests"] if r["service"] == "sqs"}
+    pulls_per_1k = 1000 / m
+    # a pull of m messages: m / 10 receives and the empty one that ends it; an ack: m / 10 DeleteMessageBatch
+    assert ops.pull(m, 1024, 100).usage.sqs_calls * pulls_per_1k == pytest.approx(calls["ReceiveMessage"], rel=0.02)
+    assert ops.acknowledge(m).usage.sqs_calls * pulls_per_1k == pytest.approx(calls["DeleteMessageBatch"], rel=0.02)
+    # and hold their Lambda as long as bench's duration model says (publish differs: bench adds its concurrent
+    # sends one after another, the model in rounds of the store's 32 threads, as the code sends them)
+    assert ops.pull(m, 1024, 100).ms == pytest.approx(a["api_model_ms_per_invocation"]["pull"], rel=0.05)
+    assert ops.acknowledge(m).ms == pytest.approx(a["api_model_ms_per_invocation"]["acknowledge"], rel=0.05)
+
+
+def test_scenario_a_requests_per_message_match_the_recorded_run() -> None:
+    """1 topic, 1 pull subscription, 100-message requests: ~35 AWS requests per 100 messages, as bench recorded
+    (13 for the publish, 8.1 per pull of 71.4 messages, 7.1 per acknowledge)."""
+    a = _scenario("A")
+    model = ops.per_message(100, 1024, 1, a["messages_per_pull"], 100)
+    assert model.aws_calls == pytest.approx(a["aws_requests_per_message"], rel=0.03)  # 0.344 vs 0.349
+    assert model.apigw * 1000 == pytest.approx(a["quantities_per_1k"]["apigw_requests"], rel=0.03)
+    assert model.sqs * 1000 == pytest.approx(a["quantities_per_1k"]["sqs_billed"], rel=0.03)
+    assert model.s3_put * 1000 == a["quantities_per_1k"]["s3_put"] == 10
+    # the price, at bench's prices: within 5% ($0.345 vs $0.357; the rest is Lambda time and cache-miss reads)
+    assert model.cost() * 1e6 == pytest.approx(a["cost"]["usd_per_million"], rel=0.05)
+
+
+def test_full_pulls_make_33_requests_per_100_messages() -> None:
+    model = ops.per_message(100, 1024, 1, 100, 100)
+    # publish 13; a full pull stops at maxMessages without an empty receive: 10; its acknowledge 10
+    assert model.aws_calls * 100 == pytest.approx(33.0)
+    assert model.apigw * 100 == pytest.approx(3.0)
+
+
+def test_send_batches_are_packed_by_count_and_bytes() -> None:
+    assert ops.send_calls(10, 1477) == (1, 1)
+    assert ops.send_calls(25, 1477) == (3, 3)
+    env = ops.envelope_bytes(20 * 1024)  # 27,416 bytes: nine fit in 262,144
+    assert env == 4 * 6827 + 109
+    calls, billed = ops.send_calls(10, env)
+    assert calls == 2
+    assert billed == 4 + 1  # 9 x 27,416 = 246,744 bytes: four 64 KiB chunks; the tenth alone: one
+    # above METRO_INLINE_MAX_BYTES the body stays in S3: a small pointer, ten per call
+    assert ops.envelope_bytes(64 * 1024) == ops.POINTER_ENVELOPE
+    assert ops.send_calls(10, ops.POINTER_ENVELOPE) == (1, 1)
+
+
+def test_a_pull_of_64_kib_messages_stops_at_the_response_byte_cap() -> None:
+    assert ops.max_pull(64 * 1024, 100) == 4_000_000 // (87_384 + ops.PULL_RESPONSE_OVERHEAD) == 45
+    assert ops.max_pull(1024, 100) == 100
+
+
+def test_publish_fans_out_itself_up_to_the_threshold_and_the_stream_above() -> None:
+    twenty = ops.publish(10, 1024, 20).usage
+    assert twenty.sqs_calls == 20
+    wide = ops.publish(10, 1024, 21).usage
+    assert wide.sqs_calls == 0
+    assert wide.ddb_wu == 2  # the log item and its entry in the unfanned index
+
+
+def test_a_10k_subscription_topic_makes_10k_sends_per_publish_request() -> None:
+    record = ops.fanout_record(10, 1024, 10_000)
+    assert record.usage.sqs_calls == 10_000
+    assert record.usage.sqs == 10_000
+    # 10,000 calls, 32 at a time, 10 ms each: 313 rounds; plus the GetObject of 10 x 1,088 bytes and the mark
+    assert record.ms == pytest.approx(15 + 10 * 1088 / 100_000 + 313 * 10 + 5)
+    # publish still reads every subscription item to count them: 10,000 x 460 bytes in 5 pages, 1,124 read units
+    pub = ops.publish(10, 1024, 10_000).usage
+    assert (pub.ddb_calls, pub.ddb_ru) == (5 + 1, 1124)
+    w = ceilings.wide_topic(10_000)
+    assert (w.sends_per_request, w.fanned_by) == (10_000, "stream")
+    assert w.lane_requests_s == pytest.approx(1000 / record.ms)
+    assert w.lane_requests_s < 0.32
+
+
+def test_one_topic_publishes_at_most_1000_requests_a_second() -> None:
+    assert ceilings.topic_publish_requests_s() == 1000
+    assert ceilings.topic_messages_s(10) == 10_000
+    assert ops.partition_writes(wide=False) == 1
+    assert ops.partition_writes(wide=True) == 2
+
+
+def test_an_s3_put_per_publish_request_costs_65000_dollars_a_month_at_50000_msg_s() -> None:
+    # 5,000 PUT/s x 2,592,000 s x $0.005 / 1,000
+    assert PRICES["s3_put_class"].each == pytest.approx(0.005 / 1000)
+    assert ceilings.s3_put_usd_per_month(50_000, 10) == pytest.approx(64_800)
+    assert ceilings.s3_put_usd_per_month(50_000, 100) == pytest.approx(6_480)
+
+
+def test_waiting_pulls_bill_their_wait_and_use_the_account_s_concurrency() -> None:
+    empty = ops.pull(0, 1024, 100, wait_s=10).usage
+    assert empty.gb_s == pytest.approx((10 + (5 + 10) / 1000) * 0.5)
+    assert ceilings.max_long_pulls(0) == 1000
+    assert ceilings.max_long_pulls(383) == 617
+
+
+def test_push_and_pull_loop_ceilings() -> None:
+    # 5 concurrent invocations x 10 messages / (5 + 5 + 20 + 10 ms of invocation + a 10 ms receive)
+    assert ceilings.push_messages_s() == pytest.approx(1000)
+    # 100 messages / (105 ms pull + 105 ms acknowledge + 50 ms client)
+    assert ceilings.pull_loop_messages_s() == pytest.approx(100 / 0.26)
+    assert ceilings.api_messages_s(10, 100) == pytest.approx(10_000 / 0.12)
+
+
+def test_usage_adds_and_prices_with_bench_s_price_table() -> None:
+    u = ops.Usage(apigw=2, sqs=10)
+    u.add(ops.Usage(apigw=1, s3_put=4), 2.0)
+    assert (u.apigw, u.s3_put, u.sqs) == (4, 8, 10)
+    assert u.cost() == pytest.approx(4 * 3.5e-6 + 8 * 5e-6 + 10 * 0.4e-6)
+    assert set(u.cost_by_price()) <= set(PRICES)
