@@ -19,7 +19,9 @@ Then, all against the emulator (``AWS_ENDPOINT_URL`` and dummy credentials: neve
    for the emulator's account and region) but for its port and the emulator's endpoint;
 4. the end-to-end tests of tests/rehearsal/ against the stage's API Gateway URL and that gRPC edge with Google's
    clients, in the deployed configuration (``METRO_AUTH=keys``, secrets from SSM);
-5. SIGTERM to the gRPC edge, which must stop within its grace period and exit 0, as ECS stops a task.
+5. SIGTERM to the gRPC edge, which must stop within its grace period and exit 0, as ECS stops a task;
+6. with ministack (not an endpoint given), the IAM gate over the AWS calls the deployed functions made, recorded by
+   each function (``METRO_IAM_RECORD`` in the workers' environment): a call its policy does not allow fails.
 """
 
 from __future__ import annotations
@@ -84,6 +86,11 @@ def wait_until_up(url: str, process: subprocess.Popen[Any] | None, log: Path, ti
     raise RuntimeError(f"the emulator at {url} did not answer within {timeout:.0f} s")
 
 
+def iam_calls_dir(workdir: Path) -> Path:
+    """Where the deployed functions record their AWS calls (METRO_IAM_RECORD, chalicelib/store/call_record.py)."""
+    return workdir / "iam-calls"
+
+
 @contextlib.contextmanager
 def ministack(workdir: Path) -> Iterator[str]:
     """ministack on a free port of 127.0.0.1 for the duration; its URL."""
@@ -96,8 +103,12 @@ def ministack(workdir: Path) -> Iterator[str]:
     # caller's AWS or Metro settings goes in.
     scratch = workdir / "tmp"  # each function worker unpacks its code and layer here (~170 MB): removed at the end
     scratch.mkdir()
+    calls = iam_calls_dir(workdir)
+    calls.mkdir()
+    # ministack's function workers inherit its environment: the deployed functions record their calls for the IAM
+    # gate, which checks them against each function's policy at the end (a call not allowed fails the rehearsal).
     env = {**emulator_environment(url), "GATEWAY_PORT": str(port), "BIND_HOST": "127.0.0.1",
-           "MINISTACK_REGION": REGION, "LOG_LEVEL": "WARNING", "TMPDIR": str(scratch)}
+           "MINISTACK_REGION": REGION, "LOG_LEVEL": "WARNING", "TMPDIR": str(scratch), "METRO_IAM_RECORD": str(calls)}
     for name in ("AWS_ENDPOINT_URL", "AWS_SESSION_TOKEN"):
         env.pop(name)
     say(f"starting ministack on {url} (log: {log})")
@@ -235,6 +246,20 @@ def rehearse(endpoint: str, stage: str, pytest_args: list[str]) -> int:
     return code
 
 
+def deployed_calls_allowed(calls: Path) -> int:
+    """The IAM gate over the calls the deployed functions made (a part of what the full test run covers, so only
+    calls not allowed count): 0 when every one is allowed."""
+    if not any(calls.glob("calls-*.jsonl")):
+        say(f"FAILED: the deployed functions recorded no AWS call under {calls}")
+        return 1
+    done = subprocess.run([sys.executable, "-m", "infra.iam_gate", "--denied-only", str(calls)], cwd=ROOT,
+                          capture_output=True, text=True, check=False)
+    say(done.stdout.splitlines()[0] if done.stdout else done.stderr[-2000:])
+    if done.returncode != 0:
+        typer.echo(done.stdout, err=True)
+    return done.returncode
+
+
 @cli.command()
 def main(
     endpoint: str = typer.Option("", envvar="REHEARSE_ENDPOINT",
@@ -249,6 +274,7 @@ def main(
     workdir = Path(tempfile.mkdtemp(prefix="metro-rehearse-"))
     with ministack(workdir) as url:
         code = rehearse(url, stage, pytest_args or [])
+    code = code or deployed_calls_allowed(iam_calls_dir(workdir))
     if code == 0:
         shutil.rmtree(workdir, ignore_errors=True)
     else:
