@@ -12,7 +12,7 @@ CHECKOV_VENV := .venv-checkov
 .DEFAULT_GOAL := help
 .PHONY: help install install-run clients run run-aws check test lint ruff mypy unit functional package-tests e2e compat spark \
         bench bench-quick bench-spark fuzz race chaos soak compact retention metrics replay deploy destroy policies \
-        spark35 rehearse clean emr-venv emr-imports emr-arm64 emr-deploy emr-destroy emr-run
+        spark35 rehearse clean browser console-screenshots emr-venv emr-imports emr-arm64 emr-deploy emr-destroy emr-run
 
 help: ## List the targets (this text)
 	@echo "Metro: a Google Pub/Sub REST v1 compatible service on AWS. Targets:"
@@ -27,10 +27,11 @@ $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --disable-pip-version-check -q --upgrade pip
 
-$(RUN_STAMP): requirements.txt requirements-run.txt | $(BIN)/python
+$(RUN_STAMP): requirements.txt requirements-run.txt pyproject.toml | $(BIN)/python
 	@echo "==> installing what running needs (requirements-run.txt: moto server, boto3, chalice, pydantic, ..."
 	@echo "    82 packages, 57 MB to download, 350 MB installed: a minute or two on a quiet machine)"
 	$(BIN)/python -m pip install --disable-pip-version-check -r requirements-run.txt
+	$(BIN)/python -m pip install --disable-pip-version-check -q --no-deps -e .  # `metro` (docs/cli.md)
 	@touch $@
 
 $(DEV_STAMP): $(RUN_STAMP) requirements-dev.txt
@@ -128,6 +129,18 @@ $(PACKAGE_VENV)/.installed: requirements.txt requirements-run.txt
 	  $$(grep -E '^(chalice|boto3)==' requirements-run.txt)
 	touch $@
 
+# The console's browser tests (tests/e2e/test_console_browser.py) drive Debian's chromium through chromedriver; on a
+# Debian machine without them, as root, `make test` installs both (about 15 s); elsewhere those tests skip, saying why.
+browser:
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
+	  { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	    echo "==> installing chromium and chromium-driver (Debian packages) for the console's browser tests" && \
+	    apt-get install -y -q chromium chromium-driver >/dev/null; } || \
+	  echo "no chromium/chromedriver here: the console's browser tests will skip"
+
+console-screenshots: $(DEV_STAMP) browser ## Refresh docs/console/*.png from the console's browser tests (docs/console.md)
+	METRO_CONSOLE_SCREENSHOTS=1 $(PYTEST) -q tests/e2e/test_console_browser.py
+
 check: lint ## The quick loop: ruff, mypy, unit and functional tests (well under a minute on 2 idle CPUs)
 	@echo "==> unit and functional tests"
 	$(PYTEST) -q -n 2 -m "unit or functional"
@@ -136,7 +149,7 @@ check: lint ## The quick loop: ruff, mypy, unit and functional tests (well under
 # under IAM_CALLS (chalicelib/store/call_record.py); the IAM gate then checks them against the per-function
 # policies: a call not allowed, or a grant no call used, fails the target (infra/iam_gate.py).
 IAM_CALLS := build/iam-calls
-test: lint $(CHECKOV_VENV)/.installed $(PACKAGE_VENV)/.installed ## Everything CI runs: ruff, mypy, then every tier on two workers (about 5 minutes), then the IAM gate
+test: lint $(CHECKOV_VENV)/.installed $(PACKAGE_VENV)/.installed browser ## Everything CI runs: ruff, mypy, then every tier on two workers (about 5 minutes), then the IAM gate
 	@echo "==> every test tier (unit, functional, package, e2e, compat, spark) on two workers"
 	rm -rf $(IAM_CALLS) && mkdir -p $(IAM_CALLS)
 	METRO_IAM_RECORD=$(CURDIR)/$(IAM_CALLS) $(PYTEST) -q -n 2 --dist loadfile

@@ -213,6 +213,18 @@ def _service_accounts(raw: str) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _pubsub_projects() -> tuple[tuple[str, str], ...]:
+    """PUBSUB_PROJECT1, PUBSUB_PROJECT2, ... (up to the first one unset, as the emulator wrappers read them):
+    (variable, value) pairs, each ``project,topicA:subA1:subA2,topicB`` (docs/init.md)."""
+    out = []
+    n = 1
+    while (value := os.environ.get(f"PUBSUB_PROJECT{n}")) is not None:
+        if value.strip():
+            out.append((f"PUBSUB_PROJECT{n}", value))
+        n += 1
+    return tuple(out)
+
+
 @dataclass(frozen=True)
 class LocalConfig:
     """Settings of the embedded local stack only (``make run``)."""
@@ -236,6 +248,9 @@ class LocalConfig:
     fault_rate: float = field(default_factory=lambda: float(_env("METRO_FAULT_RATE", "0")))
     # gRPC on the REST port (chalicelib/local/grpc_edge.py); 0 answers HTTP/2 clients with a GOAWAY instead.
     grpc: bool = field(default_factory=lambda: flag("METRO_GRPC", True))
+    # Resources declared at start (docs/init.md): a YAML or JSON file, and the emulator wrappers' variables.
+    init_file: str = field(default_factory=lambda: _env("METRO_INIT", "").strip())
+    pubsub_projects: tuple[tuple[str, str], ...] = field(default_factory=_pubsub_projects)
 
 
 GRPC_UNARY_RESERVE = 64  # threads of the gRPC edge's pool that streams leave to unary calls and health checks

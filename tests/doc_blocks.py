@@ -9,7 +9,9 @@ otherwise:
 - ``<!-- run: OPTION, OPTION -->``: run, with options: ``keys`` (against a stack in keys mode, whose admin token
   is in ``METRO_ADMIN_KEY``), ``background`` (started and left running while the page's later blocks run, then
   stopped; it must still be running by then), ``expect TEXT`` (with ``background``: before it is stopped, its
-  output must show TEXT within a minute), ``needs COMMAND`` (skipped when COMMAND is not installed).
+  output must show TEXT within a minute), ``needs COMMAND`` (skipped when COMMAND is not installed), ``init FILE``
+  (against a stack started with ``METRO_INIT`` naming FILE: the page's block, YAML, whose first line is
+  ``# FILE``, docs/init.md).
 
 Other comments (the benchmark table's markers, for one) are not directives. Blocks of other languages (json,
 plain text) are never run.
@@ -18,7 +20,7 @@ plain text) are never run.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -26,7 +28,7 @@ LANGUAGES = {"python": "python", "py": "python", "sh": "sh", "bash": "sh", "shel
 _FENCE = re.compile(r"^(?P<indent>\s*)(?P<fence>`{3,}|~{3,})\s*(?P<lang>[\w+-]*)")
 _DIRECTIVE = re.compile(r"^\s*<!--\s*(?P<kind>not run|run)\s*(?::(?P<text>.*?))?\s*-->\s*$")
 _NAMED = re.compile(r"^#\s*(?P<name>[\w.-]+\.py)\s*:")
-_OPTION = re.compile(r"keys|background|expect [^,]+|needs [\w.-]+")
+_OPTION = re.compile(r"keys|background|expect [^,]+|needs [\w.-]+|init [\w.-]+")
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,17 @@ class Block:
     @property
     def expects(self) -> tuple[str, ...]:
         return tuple(o.split(" ", 1)[1] for o in self.options if o.startswith("expect "))
+
+    @property
+    def init(self) -> str:
+        """The declaration file (METRO_INIT) of the stack it runs against, or ""."""
+        return next((o.split(" ", 1)[1] for o in self.options if o.startswith("init ")), "")
+
+    @property
+    def names(self) -> str:
+        """The file a block of any language says it is, by its first line (``# metro-init.yaml: ...``), or ""."""
+        found = re.match(r"^#\s*(?P<name>[\w.-]+\.\w+)\s*(?::|$)", self.code.lstrip().split("\n", 1)[0])
+        return found.group("name") if found else ""
 
     @property
     def file_name(self) -> str:
@@ -101,7 +114,14 @@ def blocks(path: Path) -> list[Block]:
         lang = opening.group("lang").lower()
         out.append(Block(page, i + 1, LANGUAGES.get(lang, lang), code, *directive))
         i = end + 1
-    return out
+    named = {b.names for b in out}
+    return [replace(b, problems=(*b.problems, f"no block of the page is {b.init}")) if b.init and b.init not in named
+            else b for b in out]
+
+
+def named_block(path: Path, name: str) -> Block:
+    """The page's block whose first line names it ``name`` (an ``init FILE`` option's file)."""
+    return next(b for b in blocks(path) if b.names == name)
 
 
 def all_blocks() -> list[Block]:

@@ -27,6 +27,7 @@ from chalicelib.api import (
 from chalicelib.api import permissions as P
 from chalicelib.api.ams import handlers as ams_handlers
 from chalicelib.api.ams import schema_handlers as ams_schema_handlers
+from chalicelib.api.console import METHODS as CONSOLE
 from chalicelib.api.methods import Method
 from chalicelib.api.openapi import page as openapi_page
 from chalicelib.api.permissions import Rule
@@ -69,6 +70,7 @@ METHODS: tuple[Method, ...] = (
     *account_handlers.METHODS,
     *operations.METHODS,
     *PUBLIC,
+    *CONSOLE,
 )
 
 

@@ -89,14 +89,15 @@ class AccountService:
         return PushIdentities(request.service_accounts)
 
     # -- users ----------------------------------------------------------------------------------------
-    def create_user(self, name: str, request: UserRequest, principal: Principal) -> UserView:
+    def create_user(self, name: str, request: UserRequest, principal: Principal, token: str = "") -> UserView:
+        """A new user with a new token (or ``token``, one declared at start: service/declared.py)."""
         now = self.ctx.clock()
         projects = request.projects or ()
         self._require_projects(p.project for p in projects)
         texts = {k: getattr(request, k) or "" for k in _USER_FIELDS}
         user = User(name=name, uuid=str(uuid.uuid4()), projects=projects, service_roles=request.service_roles or (),
                     created_on=now, modified_on=now, created_by=principal.name, **texts)
-        token = new_token()
+        token = token or new_token()
         self.store.create_user(user, self.access.issued(token))
         return UserView(user, token)
 
@@ -118,10 +119,11 @@ class AccountService:
         self.store.delete_user(name, token_hash)
         self.access.forget_token(token_hash)
 
-    def refresh_token(self, name: str) -> UserView:
-        """A new token; the old one stops working at once here, within the cache bound elsewhere."""
+    def refresh_token(self, name: str, token: str = "") -> UserView:
+        """A new token (or ``token``, one declared at start); the old one stops working at once here, within the
+        cache bound elsewhere."""
         user, old_hash = self._user(name)
-        token = new_token()
+        token = token or new_token()
         user = dataclasses.replace(user, modified_on=self.ctx.clock())
         self.store.replace_token(user, old_hash, self.access.issued(token))
         self.access.forget_token(old_hash)

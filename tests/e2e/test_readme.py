@@ -5,8 +5,8 @@ reads (``METRO_PORT``, ``METRO_AMS_PORT``, ``METRO_EMULATOR_PORT``, ``METRO_AMS_
 stack. Shell blocks run under ``bash -e -o pipefail`` and hand the variables they set to the page's later
 blocks, as one shell a reader types into would. Every block must exit 0, on the first pass and again on a
 second pass over the same stack: the examples say they can run twice. The comments that mark a block not to
-run, or to run in keys mode, or in the background until its output shows a given text, are read by
-tests/doc_blocks.py.
+run, or to run in keys mode, or in the background until its output shows a given text, or against a stack started
+with the page's declaration file (METRO_INIT, docs/init.md), are read by tests/doc_blocks.py.
 """
 
 from __future__ import annotations
@@ -49,15 +49,26 @@ class Stacks:
         self.admin_key = secrets.token_urlsafe(32)
         self.running: dict[str, RunningStack] = {}
 
-    def get(self, mode: str) -> RunningStack:
-        if mode not in self.running:
+    def get(self, mode: str, init: Path | None = None) -> RunningStack:
+        """The stack of ``mode``; with ``init``, one started with METRO_INIT naming that file (docs/init.md)."""
+        key = f"{mode}:{init or ''}"
+        if key not in self.running:
             extra = {"METRO_AUTH": "keys", "METRO_ADMIN_KEY": self.admin_key} if mode == "keys" else {}
-            self.running[mode] = start_stack(self.tmp / f"metro-{mode}.log", extra_env=extra)
-        return self.running[mode]
+            if init is not None:
+                extra["METRO_INIT"] = str(init)
+            self.running[key] = start_stack(self.tmp / f"metro-{mode}-{len(self.running)}.log", extra_env=extra)
+        return self.running[key]
 
-    def variables(self, mode: str) -> dict[str, str]:
+    def init_file(self, page: Path, name: str) -> Path:
+        """The page's block named ``name``, written where the stack started with it reads it."""
+        path = self.tmp / f"{page.stem}-{name}"
+        if not path.exists():
+            path.write_text(doc_blocks.named_block(page, name).code)
+        return path
+
+    def variables(self, mode: str, init: Path | None = None) -> dict[str, str]:
         """What `make run` reads, naming this stack."""
-        stack = self.get(mode)
+        stack = self.get(mode, init)
         out = {"METRO_PORT": str(urlsplit(stack.url).port), "METRO_AMS_PORT": stack.ams_host.rsplit(":", 1)[1],
                "METRO_EMULATOR_PORT": str(urlsplit(stack.emulator_url).port),
                "METRO_AMS_CERT_DIR": str(Path(stack.ams_cert).parent)}
@@ -168,8 +179,10 @@ def _run_pass(page: Path, stacks: Stacks, workdir: Path) -> list[str]:
                 skipped.append(f"{block.where} (needs {', '.join(missing)})")
                 continue
             mode = "keys" if "keys" in block.options else "open"
-            state_file = workdir / f".state-{mode}"
-            env = {**states.get(mode, _reader_env()), **stacks.variables(mode)}
+            init = stacks.init_file(page, block.init) if block.init else None
+            shell = f"{mode}-{block.init}" if init else mode
+            state_file = workdir / f".state-{shell}"
+            env = {**states.get(shell, _reader_env()), **stacks.variables(mode, init)}
             command = _command(block, workdir, state_file)
             if "background" in block.options:
                 background.append(_start(block, command, workdir, env))
@@ -178,7 +191,7 @@ def _run_pass(page: Path, stacks: Stacks, workdir: Path) -> list[str]:
                                   timeout=BLOCK_TIMEOUT, check=False)
             assert done.returncode == 0, _report(block, done.returncode, done.stdout, done.stderr)
             if block.lang == "sh":
-                states[mode] = _read_state(state_file)
+                states[shell] = _read_state(state_file)
     finally:
         problems = [p for p in (b.stop() for b in background) if p]
     assert not problems, "\n".join(problems)

@@ -27,6 +27,9 @@ ALLOWED: dict[str, set[str]] = {
     # python -m chalicelib.container: the gRPC edge as a long-running process. It drives the rest, as local/ does,
     # but through the composition root and local/'s gRPC server only (no emulator, no HTTP server of its own).
     "container": {"local", "runtime", "config", "core"},
+    # `metro`, the command line (docs/cli.md): a client of a running Metro over its REST API, so it imports nothing
+    # of the service; its one HTTP client (cli/client.py) is the only module outside local/ that may use urllib.
+    "cli": set(),
 }
 STORE = {"store", "local"}
 # Modules that reach AWS or the network (a module or any of its submodules): only these packages may import
@@ -34,7 +37,7 @@ STORE = {"store", "local"}
 IO_MODULES: dict[str, set[str]] = {
     "boto3": STORE, "botocore": STORE, "s3transfer": STORE, "aiobotocore": STORE,
     "socket": STORE, "ssl": STORE, "select": STORE, "selectors": STORE, "urllib3": STORE,
-    "http.client": STORE, "http.server": {"local"}, "socketserver": {"local"}, "urllib.request": {"local"},
+    "http.client": STORE, "http.server": {"local"}, "socketserver": {"local"}, "urllib.request": {"local", "cli"},
     "xmlrpc": {"local"}, "ftplib": {"local"}, "smtplib": {"local"}, "imaplib": {"local"}, "poplib": {"local"},
     "telnetlib": {"local"}, "asyncio": {"local"}, "requests": set(), "httpx": set(), "aiohttp": set(),
     "websocket": set(), "websockets": set(), "pycurl": set(),
