@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -73,3 +75,14 @@ def start_stack(log_path: Path, extra_env: dict[str, str] | None = None, timeout
         time.sleep(0.1)
     proc.kill()
     raise RuntimeError(f"stack did not start in {timeout}s:\n{log_path.read_text()}")
+
+
+@contextlib.contextmanager
+def keys_mode_stack(log_dir: Path, admin_key: str, **extra: str) -> Iterator[RunningStack]:
+    """A stack in keys mode whose service admin holds ``admin_key`` (``extra``: more settings), stopped at the end."""
+    running = start_stack(log_dir / "metro.log", extra_env={"METRO_AUTH": "keys", "METRO_ADMIN_KEY": admin_key,
+                                                            **extra})
+    try:
+        yield running
+    finally:
+        running.stop()

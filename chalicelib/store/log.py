@@ -101,7 +101,7 @@ class MessageLog:
             pass  # expired (TTL) or deleted with its topic: nothing is left to fan out
 
     def unfanned(self, published_before: float, limit: int) -> Iterator[LogEntry]:
-        """Up to ``limit`` entries not yet fanned out that were published before ``published_before`` (epoch
+        """Up to ``limit`` entries not yet fanned out that were published at or before ``published_before`` (epoch
         seconds), oldest first within each index shard."""
         left = limit
         for shard in range(UNFANNED_SHARDS):
@@ -109,7 +109,7 @@ class MessageLog:
             while left > 0:
                 args: dict[str, Any] = {
                     "TableName": self._table, "IndexName": UNFANNED_INDEX, "Limit": min(left, 100),
-                    "KeyConditionExpression": "#uf = :shard AND #ufa < :before",
+                    "KeyConditionExpression": "#uf = :shard AND #ufa <= :before",
                     "ExpressionAttributeNames": {"#uf": UNFANNED_SHARD, "#ufa": UNFANNED_SINCE},
                     "ExpressionAttributeValues": {":shard": {"S": str(shard)},
                                                   ":before": {"N": str(int(published_before))}}}

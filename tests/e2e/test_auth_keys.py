@@ -21,7 +21,7 @@ from google.cloud import pubsub_v1
 from google.oauth2.credentials import Credentials
 
 from tests.e2e.polling import pull_until
-from tests.stack import RunningStack, start_stack
+from tests.stack import RunningStack, keys_mode_stack
 
 pytestmark = pytest.mark.e2e
 
@@ -34,10 +34,9 @@ SUB = f"projects/{PROJECT}/subscriptions/orders-sub"
 
 @pytest.fixture(scope="module")
 def keys_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningStack]:
-    env = {"METRO_AUTH": "keys", "METRO_ADMIN_KEY": ADMIN_KEY, "METRO_AUTH_CACHE_SECONDS": str(CACHE_SECONDS)}
-    running = start_stack(tmp_path_factory.mktemp("keys") / "metro.log", extra_env=env)
-    yield running
-    running.stop()
+    with keys_mode_stack(tmp_path_factory.mktemp("keys"), ADMIN_KEY,
+                         METRO_AUTH_CACHE_SECONDS=str(CACHE_SECONDS)) as running:
+        yield running
 
 
 def call(stack: RunningStack, method: str, path: str, token: str | None, body: Any = None) -> requests.Response:

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.polling import pull_until
-from tests.stack import ROOT, RunningStack, start_stack
+from tests.stack import ROOT, RunningStack, keys_mode_stack
 
 pytestmark = pytest.mark.e2e
 
@@ -80,10 +80,8 @@ def test_topics_publish_pull_republish_and_errors(stack: RunningStack, tmp_path:
 
 @pytest.fixture(scope="module")
 def keys_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningStack]:
-    env = {"METRO_AUTH": "keys", "METRO_ADMIN_KEY": ADMIN_KEY}
-    running = start_stack(tmp_path_factory.mktemp("cli-keys") / "metro.log", extra_env=env)
-    yield running
-    running.stop()
+    with keys_mode_stack(tmp_path_factory.mktemp("cli-keys"), ADMIN_KEY) as running:
+        yield running
 
 
 def test_keys_mode_a_user_s_token_from_token_only_works(keys_stack: RunningStack, tmp_path: Path) -> None:

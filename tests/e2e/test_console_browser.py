@@ -22,7 +22,7 @@ from selenium.webdriver.common.by import By
 
 from tests.e2e.console_page import Console, chromium
 from tests.e2e.polling import pull_until
-from tests.stack import RunningStack, start_stack
+from tests.stack import RunningStack, keys_mode_stack
 
 pytestmark = pytest.mark.e2e
 
@@ -224,10 +224,8 @@ KEYS_PROJECT = "console-keys"
 
 @pytest.fixture(scope="module")
 def keys_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningStack]:
-    env = {"METRO_AUTH": "keys", "METRO_ADMIN_KEY": ADMIN_KEY}
-    running = start_stack(tmp_path_factory.mktemp("console-keys") / "metro.log", extra_env=env)
-    yield running
-    running.stop()
+    with keys_mode_stack(tmp_path_factory.mktemp("console-keys"), ADMIN_KEY) as running:
+        yield running
 
 
 def _admin(stack: RunningStack, method: str, path: str, body: Any = None) -> Any:

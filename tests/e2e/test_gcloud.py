@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import requests
 
-from tests.stack import RunningStack, start_stack
+from tests.stack import RunningStack, keys_mode_stack
 
 pytestmark = [pytest.mark.e2e,
               pytest.mark.skipif(shutil.which("gcloud") is None, reason="gcloud (Google Cloud SDK) is not installed")]
@@ -28,10 +28,8 @@ PROJECT = "gcloud-project"
 
 @pytest.fixture(scope="module")
 def keys_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningStack]:
-    env = {"METRO_AUTH": "keys", "METRO_ADMIN_KEY": ADMIN_KEY}
-    running = start_stack(tmp_path_factory.mktemp("gcloud") / "metro.log", extra_env=env)
-    yield running
-    running.stop()
+    with keys_mode_stack(tmp_path_factory.mktemp("gcloud"), ADMIN_KEY) as running:
+        yield running
 
 
 def _admin(stack: RunningStack, method: str, path: str, body: Any) -> Any:

@@ -21,7 +21,7 @@ from google.pubsub_v1.services.publisher.transports import PublisherGrpcTranspor
 from google.pubsub_v1.services.subscriber.transports import SubscriberGrpcTransport
 
 from tests.e2e.test_grpc_clients import Clients, Collector
-from tests.stack import RunningStack, start_stack
+from tests.stack import RunningStack, keys_mode_stack
 
 pytestmark = pytest.mark.e2e
 ADMIN_KEY = secrets.token_urlsafe(32)
@@ -60,10 +60,8 @@ def clients(host: str, token: str) -> tuple[Any, Any]:
 
 @pytest.fixture(scope="module")
 def keys_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningStack]:
-    running = start_stack(tmp_path_factory.mktemp("grpc-keys") / "metro.log",
-                          {"METRO_AUTH": "keys", "METRO_ADMIN_KEY": ADMIN_KEY})
-    yield running
-    running.stop()
+    with keys_mode_stack(tmp_path_factory.mktemp("grpc-keys"), ADMIN_KEY) as running:
+        yield running
 
 
 def rest(stack: RunningStack, method: str, path: str, body: Any = None) -> Any:
