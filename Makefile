@@ -10,7 +10,7 @@ RECORD ?=
 CHECKOV_VENV := .venv-checkov
 
 .DEFAULT_GOAL := help
-.PHONY: help install install-run clients run run-aws check test lint ruff mypy unit functional package-tests e2e compat spark \
+.PHONY: help install install-run clients run run-aws reset check test lint ruff mypy unit functional package-tests e2e compat spark \
         bench bench-quick bench-spark fuzz race chaos soak compact retention metrics replay deploy destroy policies \
         spark35 rehearse clean browser console-screenshots emr-venv emr-imports emr-arm64 emr-deploy emr-destroy emr-run
 
@@ -54,8 +54,14 @@ $(VENV)/.installed-clients: requirements.txt requirements-run.txt requirements-d
 clients: $(VENV)/.installed-clients ## Install Google's and AMS's client libraries into .venv (run the examples with .venv/bin/python)
 
 # --- running -----------------------------------------------------------------------------------------------------
-run: $(RUN_STAMP) ## Start the AWS emulator, the API on 127.0.0.1:$METRO_PORT (8085) and the trigger pumps
-	$(BIN)/python -m chalicelib.local
+# The local stack's state survives restarts in METRO_DATA_DIR (docs/local-state.md); METRO_DATA_DIR= keeps it in memory.
+METRO_DATA_DIR ?= .metro/data
+
+run: $(RUN_STAMP) ## Start the AWS emulator, the API on 127.0.0.1:$METRO_PORT (8085) and the trigger pumps (state in .metro/data)
+	METRO_DATA_DIR=$(METRO_DATA_DIR) $(BIN)/python -m chalicelib.local
+
+reset: $(RUN_STAMP) ## Wipe the local stack's state (METRO_DATA_DIR, .metro/data); refused while a stack uses it
+	$(BIN)/metro reset --yes --data-dir $(or $(METRO_DATA_DIR),.metro/data)
 
 run-aws: $(RUN_STAMP) ## The API and pumps against real AWS (credentials from the environment)
 	$(BIN)/python -m chalicelib.local --aws

@@ -251,6 +251,13 @@ class LocalConfig:
     # Resources declared at start (docs/init.md): a YAML or JSON file, and the emulator wrappers' variables.
     init_file: str = field(default_factory=lambda: _env("METRO_INIT", "").strip())
     pubsub_projects: tuple[tuple[str, str], ...] = field(default_factory=_pubsub_projects)
+    # Durable local state (docs/local-state.md): the directory of the emulator's snapshot and journal ("" or
+    # unset: in memory, as the test suites want; `make run` sets .metro/data). METRO_DATA_SYNC=1 adds an fsync per
+    # journal record (a power loss too; without it an answered call survives the stack's kill -9, not the machine's).
+    data_dir: str = field(default_factory=lambda: _env("METRO_DATA_DIR", "").strip())
+    data_sync: bool = field(default_factory=lambda: flag("METRO_DATA_SYNC", False))
+    # The journal is folded into a new snapshot once it holds this many bytes (and at every clean stop).
+    snapshot_bytes: int = field(default_factory=lambda: int(_env("METRO_DATA_SNAPSHOT_BYTES", str(256 * 1024 * 1024))))
 
 
 GRPC_UNARY_RESERVE = 64  # threads of the gRPC edge's pool that streams leave to unary calls and health checks

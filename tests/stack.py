@@ -49,7 +49,9 @@ def stack_env(port: int, emulator_port: int, extra_env: dict[str, str] | None = 
     mode on the built-in one (chalicelib/runtime.check_secrets)."""
     env = {**os.environ, "METRO_PORT": str(port), "METRO_EMULATOR_PORT": str(emulator_port),
            "METRO_AMS_PORT": str(free_port()),
-           "METRO_PULL_WAIT_SECONDS": "2", "PYTHONUNBUFFERED": "1", **(extra_env or {})}
+           "METRO_PULL_WAIT_SECONDS": "2", "PYTHONUNBUFFERED": "1",
+           "METRO_DATA_DIR": "",  # in memory unless a test asks for durable state (docs/local-state.md)
+           **(extra_env or {})}
     env.pop("AWS_ENDPOINT_URL", None)
     keys = env.get("METRO_AUTH", "").strip().lower() == "keys"
     if keys and env.get("METRO_ACK_SECRET", "") in ("", LOCAL_ACK_SECRET):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from chalicelib.api import account_requests
+from chalicelib.api import account_requests, declared
 from chalicelib.api import permissions as P
 from chalicelib.api.handlers import Incoming, Result
 from chalicelib.api.methods import Method
@@ -39,6 +39,14 @@ def update_project(project: str, incoming: Incoming) -> Result:
 def delete_project(project: str, incoming: Incoming) -> Result:
     services().accounts.delete_project(project)
     return EMPTY
+
+
+def declare(_: str, incoming: Incoming) -> Result:
+    """What METRO_INIT applies at start (docs/init.md), applied now: checked whole, then idempotently; the tokens
+    generated for new users are in this answer only."""
+    applied = declared.apply_declaration(declared.parse(incoming.body, "the declaration"), services())
+    return {"applied": applied.lines, "notUpdated": applied.reported,
+            "tokens": [{"user": user, "token": token} for user, token in applied.tokens]}
 
 
 def push_identities(project: str, incoming: Incoming) -> Result:
@@ -117,6 +125,9 @@ def remove_member(member: Member, incoming: Incoming) -> Result:
 PAGE = ("pageSize", "pageToken")
 METHODS: tuple[Method, ...] = (
     Method(P.PROJECTS, "GET", "", list_projects, P.SERVICE_ADMIN, "List projects", "AmsProjects"),
+    Method(P.DECLARATION, "POST", "", declare, P.SERVICE_ADMIN,
+           "Apply a declaration of projects, users, schemas, topics, subscriptions and ACLs (docs/init.md)",
+           "Declared", body="Declaration"),
     Method(P.PROJECT, "POST", "", create_project, P.SERVICE_ADMIN, "Create a project", "AmsProject",
            body="ProjectRequest"),
     Method(P.PROJECT, "GET", "", get_project, P.PROJECT_ADMIN, "Get a project", "AmsProject"),

@@ -45,6 +45,7 @@ USER = "/v1/users/{user}"
 STATUS = "/v1/status"
 VERSION = "/v1/version"
 SERVICE_METRICS = "/v1/metrics"
+DECLARATION = "/v1/declaration"  # resources declared in one document (docs/init.md; `metro init`)
 
 # What an action applies to: nothing (service-wide), a project, or a topic or subscription of a project.
 SERVICE = "service"

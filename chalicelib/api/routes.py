@@ -165,6 +165,7 @@ ROUTE_PARAMETERS: Mapping[str, Route] = {
     P.STATUS: Route(_nothing, project=_NO_PROJECT),
     P.VERSION: Route(_nothing, project=_NO_PROJECT),
     P.SERVICE_METRICS: Route(_nothing, project=_NO_PROJECT),
+    P.DECLARATION: Route(_nothing, project=_NO_PROJECT),
 }
 
 

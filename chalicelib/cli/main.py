@@ -1,5 +1,5 @@
-"""The ``metro`` command tree. Every group lives in its own module and is added here; a new command (``metro
-init``, ``metro reset``) is one more entry of ``GROUPS`` or ``COMMANDS``.
+"""The ``metro`` command tree. Every group lives in its own module and is added here; a new command is one
+more entry of ``GROUPS`` or ``COMMANDS``.
 
 Exit codes follow gcloud's: 0 on success, 1 when Metro answers an error (its status and message are printed
 from Google's envelope) or cannot be reached, 2 for a usage error (a bad option, name or ``--body``)."""
@@ -15,12 +15,14 @@ from typer.core import TyperGroup
 
 from chalicelib.cli import (
     acl,
+    init,
     login,
     messages,
     names,
     projects,
     render,
     republish,
+    reset,
     schemas,
     settings,
     snapshots,
@@ -77,7 +79,7 @@ GROUPS: list[tuple[str, typer.Typer]] = [
     ("schemas", schemas.app), ("users", users.app), ("projects", projects.app), ("acl", acl.app),
 ]
 COMMANDS: list[Callable[..., None]] = [messages.publish, messages.pull, messages.seek, republish.republish,
-                                       login.login]
+                                       login.login, init.init, reset.reset]
 
 for _name, _group in GROUPS:
     app.add_typer(_group, name=_name)

@@ -28,6 +28,7 @@ from chalicelib.delivery import event_handlers as handlers
 from chalicelib.local import faults, grpc_edge
 from chalicelib.local.bootstrap import bootstrap
 from chalicelib.local.declare import apply_at_start
+from chalicelib.local.durable.server import DurableMotoServer
 from chalicelib.local.invoke_pump import InvokePump
 from chalicelib.local.moto_fixes import fix_moto
 from chalicelib.local.moto_speedups import speed_up_moto
@@ -102,8 +103,13 @@ def start_emulator(host: str, port: int) -> Any:
     from moto.server import ThreadedMotoServer
 
     fix_moto()  # always: a correctness fix (local/moto_fixes.py)
-    if metro_config.LocalConfig().moto_speedup:
+    local = metro_config.LocalConfig()
+    if local.moto_speedup:
         speed_up_moto()
+    if local.data_dir:  # the state survives restarts (docs/local-state.md)
+        durable = DurableMotoServer(host, port, local.data_dir, local.data_sync, local.snapshot_bytes)
+        durable.start()
+        return durable
     server = ThreadedMotoServer(ip_address=host, port=port, verbose=False)
     server.start()
     return server

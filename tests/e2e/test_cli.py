@@ -103,3 +103,33 @@ def test_keys_mode_a_user_s_token_from_token_only_works(keys_stack: RunningStack
     forbidden = metro(keys_stack, tmp_path, "users", "list", token=token, code=1)  # not the service admin
     assert "PERMISSION_DENIED" in forbidden.stderr
     assert "ALREADY_EXISTS" in metro(keys_stack, tmp_path, "users", "create", "alice", code=1, **admin).stderr
+
+
+def test_keys_mode_init_applies_a_declaration_once(keys_stack: RunningStack, tmp_path: Path) -> None:
+    declaration = tmp_path / "declared.yaml"
+    declaration.write_text("projects:\n  - name: cliinit\nusers:\n  - name: bob\n    projects:\n"
+                           "      - {project: cliinit, roles: [publisher]}\n"
+                           "topics:\n  - name: projects/cliinit/topics/events\n"
+                           "subscriptions:\n  - {name: projects/cliinit/subscriptions/audit, "
+                           "topic: projects/cliinit/topics/events}\n"
+                           "acls:\n  - {name: projects/cliinit/topics/events, authorized_users: [bob]}\n")
+    first = metro(keys_stack, tmp_path, "init", str(declaration), token=ADMIN_KEY).stdout
+    assert "created topic projects/cliinit/topics/events" in first
+    token = first.split("user bob's token (shown once, keep it): ", 1)[1].split()[0]
+    assert metro(keys_stack, tmp_path, "publish", "events", "--data", "hi", token=token, project="cliinit").stdout
+    again = json.loads(metro(keys_stack, tmp_path, "init", str(declaration), "-o", "json", token=ADMIN_KEY).stdout)
+    assert again["tokens"] == [] and not any("created" in line for line in again["applied"])
+    declaration.write_text("topics:\n  - name: projects/cliinit/topics/Bad!\n")
+    refused = metro(keys_stack, tmp_path, "init", str(declaration), token=ADMIN_KEY, code=1)
+    assert "INVALID_ARGUMENT" in refused.stderr and "topics[0]" in refused.stderr
+    assert "PERMISSION_DENIED" in metro(keys_stack, tmp_path, "init", str(declaration), token=token, code=1).stderr
+
+
+def test_reset_wipes_a_data_directory_no_stack_uses(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    (data / "journal-0.log").parent.mkdir()
+    (data / "journal-0.log").write_bytes(b"METRO-JOURNAL 1\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("METRO_")}
+    done = subprocess.run([sys.executable, "-m", "chalicelib.cli", "reset", "--yes"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60, check=False, env={**env, "METRO_DATA_DIR": str(data)})
+    assert done.returncode == 0 and "Wiped" in done.stderr + done.stdout and not data.exists()

@@ -90,6 +90,7 @@ PROBES: dict[tuple[str, str, str], Probe] = {
     (P.CONSOLE_SCRIPT, "GET", ""): Probe("/console/app.js", "public", 200),
     (P.CONSOLE_STYLE, "GET", ""): Probe("/console/app.css", "public", 200),
     (P.PROJECTS, "GET", ""): Probe("/v1/projects", "service_admin", 200, project=OWN),
+    (P.DECLARATION, "POST", ""): Probe("/v1/declaration", "service_admin", 400, {"unknown": []}, project=OWN),
     (P.PROJECT, "POST", ""): Probe("/v1/projects/{p}", "service_admin", 409, {}),
     (P.PROJECT, "GET", ""): Probe("/v1/projects/{p}", "project_admin", 200),
     (P.PROJECT, "PUT", ""): Probe("/v1/projects/{p}", "service_admin", 400, {"description": 5}),

@@ -70,6 +70,8 @@ _REQUESTS: dict[str, Schema] = {
     "SetIamPolicyRequest": obj({"policy": ref("PolicyRequest")}, ("policy",)),
     "TestIamPermissionsRequest": obj({"permissions": STRINGS}),
     "ProjectRequest": obj({"description": STRING}),
+    "Declaration": obj({section: array({"type": "object"}) for section in
+                        ("projects", "users", "schemas", "topics", "subscriptions", "acls")}),
     "PushIdentitiesRequest": obj({"service_accounts": array({"type": "string", "pattern": EMAIL})}),
     "UserRequest": obj({"projects": array(obj({"project": STRING, "roles": STRINGS})), "service_roles": STRINGS,
                          "email": {"type": "string", "pattern": f"^$|{EMAIL}"}, "first_name": STRING,
@@ -99,6 +101,9 @@ _RESPONSES: dict[str, Schema] = {
     "AmsUsers": obj({"users": array(ref("AmsUser")), "nextPageToken": STRING, "totalSize": {"type": "integer"}},
                      ("users",)),
     "PushIdentities": obj({"service_accounts": STRINGS}, ("service_accounts",)),
+    "Declared": obj({"applied": STRINGS, "notUpdated": STRINGS,
+                     "tokens": array(obj({"user": STRING, "token": STRING}, ("user", "token")))},
+                    ("applied", "notUpdated", "tokens")),
     "Jwks": obj({"keys": array({"type": "object"})}, ("keys",)),
     "Status": obj({"status": STRING, "push_functionality": STRING, "push_servers": array({"type": "object"})},
                   ("status", "push_functionality", "push_servers")),
