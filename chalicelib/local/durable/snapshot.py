@@ -1,9 +1,10 @@
 """Snapshots of the emulator: every moto backend in use, pickled, written whole or not at all.
 
 A snapshot names the journal generation that continues it: loading it and replaying that journal gives the
-state the emulator had. Locks inside moto's models are pickled as new locks; the few lambdas moto keeps as
-``defaultdict`` factories are pickled by name (``_FACTORIES``), so that an unknown one fails the snapshot
-loudly rather than losing data.
+state the emulator had. It holds every account's and region's models and what a service keeps across them (S3's
+registry of bucket names: without it, a restored bucket could be created again, empty). Locks inside moto's
+models are pickled as new locks; the few lambdas moto keeps as ``defaultdict`` factories are pickled by name
+(``_FACTORIES``), so that an unknown one fails the snapshot loudly rather than losing data.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-FORMAT = 1
+FORMAT = 2
 _LOCK_TYPES = (type(threading.Lock()), type(threading.RLock()))
 
 
@@ -58,26 +59,34 @@ class _Pickler(pickle.Pickler):
         return NotImplemented
 
 
+Location = tuple[str, str]  # the module attribute that holds a BackendDict: (``moto.sqs.models``, ``sqs_backends``)
+# A BackendDict's own attributes; any other is state kept across accounts (S3's bucket-name registry) and is kept.
+_BACKEND_DICT_FIELDS = frozenset({"backend", "service_name", "_use_boto3_regions", "_additional_regions", "_id"})
+
+
 @dataclass(frozen=True)
 class Snapshot:
     generation: int  # the journal that continues it
     moto_version: str
-    backends: dict[tuple[str, str], dict[str, dict[str, Any]]]  # (module, attribute) -> account -> region -> model
+    backends: dict[Location, dict[str, dict[str, Any]]]  # -> account -> region -> model
+    shared: dict[Location, dict[str, Any]]  # -> the BackendDict's other attributes
 
 
 def capture(generation: int, moto_version: str) -> Snapshot:
     """Every moto backend in use (those that served a call) in this process."""
     from moto.core.base_backend import BackendDict
 
-    found: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
+    found: dict[Location, dict[str, dict[str, Any]]] = {}
+    shared: dict[Location, dict[str, Any]] = {}
     instances: list[Any] = list(BackendDict._instances)  # type: ignore[misc]  # moto's registry of those in use
     for backends in instances:
         location = _location(backends)
         found[location] = {account: dict(regions) for account, regions in backends.items()}
-    return Snapshot(generation, moto_version, found)
+        shared[location] = {k: v for k, v in vars(backends).items() if k not in _BACKEND_DICT_FIELDS}
+    return Snapshot(generation, moto_version, found, shared)
 
 
-def _location(backends: Any) -> tuple[str, str]:
+def _location(backends: Any) -> Location:
     """The module attribute that holds this BackendDict (e.g. ``moto.sqs.models``, ``sqs_backends``)."""
     module = sys.modules[backends.backend.__module__]
     for name, value in vars(module).items():
@@ -94,6 +103,8 @@ def restore(snapshot: Snapshot) -> None:
             holder = backends[account]  # created as moto would on a first call
             for region, model in regions.items():
                 dict.__setitem__(holder, region, model)
+        for name, value in snapshot.shared.get((module, attribute), {}).items():
+            setattr(backends, name, value)
 
 
 def write(path: Path, snapshot: Snapshot, sync: bool = True) -> int:
@@ -101,7 +112,7 @@ def write(path: Path, snapshot: Snapshot, sync: bool = True) -> int:
     temporary = path.with_suffix(".tmp")
     buffer = io.BytesIO()
     _Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump((FORMAT, snapshot))
-    with open(temporary, "wb") as out:
+    with os.fdopen(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as out:
         out.write(buffer.getbuffer())
         out.flush()
         if sync:
