@@ -16,7 +16,9 @@ encoding (1 KiB messages), and the CPU checking adds to a 100-message publish;
 and, on the same emulator in the same run, the baselines they are compared with: raw SQS (1 KiB and
 64 KiB) and SNS -> 3 SQS queues; and the gRPC edge's figures (bench/grpc_bench.py: the same delivery driver on
 Google's emulator when gcloud is installed, the HTTP/2 preface check's cost to REST requests, memory per open
-StreamingPull stream). Writes bench/out/results.json and bench/out/chart.png (quick runs:
+StreamingPull stream); and, in full runs only, Metro beside Google's emulator with one REST driver
+(bench/versus.py: publish and pull + ack throughput, paced latency, create + delete, RSS, startup; the
+``versus`` key). Writes bench/out/results.json and bench/out/chart.png (quick runs:
 bench/out/results-quick.json and bench/out/chart-quick.png; bench/out/ is not tracked); ``--record``
 writes the tracked figures, bench/results.json and bench/chart.png, instead. Exits 1 when a scenario did
 not complete, and with ``--check`` also when a target is missed.
@@ -40,7 +42,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
-from bench import chart, experiments, external, grpc_bench, pricing, report, scenarios, schema_bench, seek
+from bench import chart, experiments, external, grpc_bench, pricing, report, scenarios, schema_bench, seek, versus
 from bench.stack import BenchStack
 
 HERE = Path(__file__).resolve().parent
@@ -126,6 +128,8 @@ def main(
                                            "10 quick, 20 full)."),
     grpc: bool = typer.Option(True, help="Measure the gRPC edge: the HTTP/2 preface check's cost, memory per "
                               "StreamingPull stream, delivery on Google's emulator (bench/grpc_bench.py)."),
+    versus_runs: int = typer.Option(3, help="Runs on each side of Metro against Google's emulator, same REST "
+                                    "driver (bench/versus.py; full runs only; 0: skip)."),
 ) -> None:
     """Run the scenarios and the baselines; print, save and chart the figures."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s %(message)s")
@@ -191,6 +195,8 @@ def main(
                      out_dir=out.parent)
     if grpc:
         run_grpc(console, doc, settings, quick=quick, scale=scale)
+    if versus_runs > 0 and not quick:  # a few minutes: not in CI's --quick
+        run_versus(console, doc, versus_runs)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(doc, indent=2) + "\n")
     chart.draw(doc, chart_path)
@@ -225,6 +231,18 @@ def run_grpc(console: Console, doc: dict[str, Any], settings: scenarios.Settings
     doc["grpc"]["delivery"] = grpc_bench.delivery_summary(doc["results"], doc["grpc"])
     for line in grpc_bench.lines(doc["grpc"], doc["grpc"]["delivery"]):
         console.print(line)
+
+
+def run_versus(console: Console, doc: dict[str, Any], runs: int) -> None:
+    """Metro against Google's emulator, same REST driver (bench/versus.py), into ``doc["versus"]``."""
+    console.print(f"versus: Metro and Google's emulator, {runs} alternating runs each, same REST driver ...")
+    try:
+        doc["versus"] = versus.measure(OUT / "versus-logs", False, runs, say=lambda line: None)
+    except Exception as exc:  # a side that did not start or answer: reported, the rest of the run is kept
+        doc["versus"] = {"error": repr(exc)}
+        console.print(f"[red]versus failed: {exc!r}[/red] (logs under {OUT / 'versus-logs'})")
+        return
+    versus.print_doc(console, doc["versus"])
 
 
 def run_measurements(console: Console, doc: dict[str, Any], *, quick: bool, validation: bool,
