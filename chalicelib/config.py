@@ -251,6 +251,8 @@ class LocalConfig:
     # Resources declared at start (docs/init.md): a YAML or JSON file, and the emulator wrappers' variables.
     init_file: str = field(default_factory=lambda: _env("METRO_INIT", "").strip())
     pubsub_projects: tuple[tuple[str, str], ...] = field(default_factory=_pubsub_projects)
+    # Metro's own AWS calls reach the embedded emulator in the process, not over its HTTP port (local/inprocess.py).
+    inprocess: bool = field(default_factory=lambda: flag("METRO_LOCAL_INPROCESS", True))
     # Durable local state (docs/local-state.md): the directory of the emulator's snapshot and journal ("" or
     # unset: in memory, as the test suites want; `make run` sets .metro/data). METRO_DATA_SYNC=1 adds an fsync per
     # journal record (a power loss too; without it an answered call survives the stack's kill -9, not the machine's).

@@ -28,7 +28,8 @@ from chalicelib.delivery import event_handlers as handlers
 from chalicelib.local import faults, grpc_edge
 from chalicelib.local.bootstrap import bootstrap
 from chalicelib.local.declare import apply_at_start
-from chalicelib.local.durable.server import DurableMotoServer
+from chalicelib.local.emulator import EmulatorServer
+from chalicelib.local.inprocess import InProcessTransport
 from chalicelib.local.invoke_pump import InvokePump
 from chalicelib.local.moto_fixes import fix_moto
 from chalicelib.local.moto_speedups import speed_up_moto
@@ -98,24 +99,19 @@ class RequestHandler(ChaliceRequestHandler):
         log.debug("%s - %s", self.address_string(), format % args)
 
 
-def start_emulator(host: str, port: int) -> Any:
-    """Start moto's server in this process, speaking the real AWS wire protocols."""
-    from moto.server import ThreadedMotoServer
-
+def start_emulator(host: str, port: int) -> EmulatorServer:
+    """Start moto's server in this process, speaking the real AWS wire protocols; with METRO_DATA_DIR, its state
+    survives restarts (docs/local-state.md)."""
     fix_moto()  # always: a correctness fix (local/moto_fixes.py)
     local = metro_config.LocalConfig()
     if local.moto_speedup:
         speed_up_moto()
-    if local.data_dir:  # the state survives restarts (docs/local-state.md)
-        durable = DurableMotoServer(host, port, local.data_dir, local.data_sync, local.snapshot_bytes)
-        durable.start()
-        return durable
-    server = ThreadedMotoServer(ip_address=host, port=port, verbose=False)
+    server = EmulatorServer(host, port, local.data_dir, local.data_sync, local.snapshot_bytes)
     server.start()
     return server
 
 
-def prepare_environment(use_aws: bool) -> Any:
+def prepare_environment(use_aws: bool) -> EmulatorServer | None:
     """Point boto3 at the emulator (starting one if needed); returns the emulator or None."""
     local = metro_config.LocalConfig()
     if use_aws:
@@ -142,6 +138,8 @@ class Stack:
         self.local = metro_config.LocalConfig()
         if not use_aws:  # METRO_FAULT_RATE: injected AWS faults, never against real AWS
             faults.install(self.local.fault_rate)
+        if self.emulator is not None and self.local.inprocess:  # after the faults: they still fail requests first
+            aws.register_handler("before-send", InProcessTransport(self.emulator.app, os.environ["AWS_ENDPOINT_URL"]))
         bootstrap(self.config)
         runtime.services()  # refuses to start on a missing or built-in secret (docs/security.md)
         apply_at_start(self.local, runtime.services())  # METRO_INIT, PUBSUB_PROJECT1..N (docs/init.md)

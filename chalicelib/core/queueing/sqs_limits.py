@@ -36,6 +36,8 @@ def _escape(match: re.Match[str]) -> str:
 
 def escape_body(text: str) -> str:
     """``text`` (compact JSON) with every character SQS refuses written as a JSON ``\\uXXXX`` escape."""
+    if text.isascii() and text.isprintable():  # the usual body (base64 data, ASCII JSON): nothing to escape
+        return text
     if _REFUSED.search(text) is None:
         return text
     # The two SQS refuses in valid text are replaced in bulk; the rest (control characters json.dumps

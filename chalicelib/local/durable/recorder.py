@@ -177,6 +177,14 @@ class DurableEmulator:
             log.info("state snapshot: %.1f MiB in %.2f s", size / 2**20, time.perf_counter() - started)
             return size
 
+    @property
+    def directory(self) -> Path:
+        return self._data.path
+
+    def abandon(self) -> None:
+        """Release the directory without folding (the restore failed)."""
+        self._data.close()
+
     def close(self) -> None:
         """At a clean stop: fold, so that the next start loads a snapshot instead of replaying."""
         with self._changed:
