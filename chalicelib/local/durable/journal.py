@@ -27,7 +27,7 @@ class Call:
     """One AWS call as the emulator received it, with what made its answer: the clock and the random seed."""
 
     at: float  # the emulator's clock while the call ran (seconds since the epoch)
-    seed: int  # moto's random generator was seeded with this before the call (ids, receipt handles)
+    seed: int  # moto's random generator was seeded with this before the call (ids, receipt handles); 0: a read
     environ: dict[str, Any]  # the WSGI environment's request fields (method, path, query, headers)
     body: bytes
 
