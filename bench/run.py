@@ -18,10 +18,11 @@ and, on the same emulator in the same run, the baselines they are compared with:
 Google's emulator when gcloud is installed, the HTTP/2 preface check's cost to REST requests, memory per open
 StreamingPull stream); and, in full runs only, Metro beside Google's emulator with one REST driver
 (bench/versus.py: publish and pull + ack throughput, paced latency, create + delete, RSS, startup; the
-``versus`` key). Writes bench/out/results.json and bench/out/chart.png (quick runs:
-bench/out/results-quick.json and bench/out/chart-quick.png; bench/out/ is not tracked); ``--record``
-writes the tracked figures, bench/results.json and bench/chart.png, instead. Exits 1 when a scenario did
-not complete, and with ``--check`` also when a target is missed.
+``versus`` key), and what the durable local state costs (bench/durable_state.py; the ``durable_state``
+key). Writes bench/out/results.json and bench/out/chart.png (quick runs: bench/out/results-quick.json and
+bench/out/chart-quick.png; bench/out/ is not tracked); ``--record`` writes the tracked figures,
+bench/results.json and bench/chart.png, instead. Exits 1 when a scenario did not complete, and with ``--check``
+also when a target is missed.
 """
 
 from __future__ import annotations
@@ -42,7 +43,19 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
-from bench import chart, experiments, external, grpc_bench, pricing, report, scenarios, schema_bench, seek, versus
+from bench import (
+    chart,
+    durable_state,
+    experiments,
+    external,
+    grpc_bench,
+    pricing,
+    report,
+    scenarios,
+    schema_bench,
+    seek,
+    versus,
+)
 from bench.stack import BenchStack
 
 HERE = Path(__file__).resolve().parent
@@ -197,6 +210,8 @@ def main(
         run_grpc(console, doc, settings, quick=quick, scale=scale)
     if versus_runs > 0 and not quick:  # a few minutes: not in CI's --quick
         run_versus(console, doc, versus_runs)
+    if not quick:  # the durable local state: journal on against off, restart, disk (a few minutes)
+        run_durable_state(console, doc)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(doc, indent=2) + "\n")
     chart.draw(doc, chart_path)
@@ -243,6 +258,19 @@ def run_versus(console: Console, doc: dict[str, Any], runs: int) -> None:
         console.print(f"[red]versus failed: {exc!r}[/red] (logs under {OUT / 'versus-logs'})")
         return
     versus.print_doc(console, doc["versus"])
+
+
+def run_durable_state(console: Console, doc: dict[str, Any]) -> None:
+    """What METRO_DATA_DIR costs and gives (bench/durable_state.py), into ``doc["durable_state"]``."""
+    console.print("durable local state: publish with the journal on and off, restart time, disk ...")
+    try:
+        doc["durable_state"] = durable_state.measure(OUT / "durable-logs", quick=False)
+    except Exception as exc:  # a stack that did not start: reported, the rest of the run is kept
+        doc["durable_state"] = {"error": repr(exc)}
+        console.print(f"[red]durable state failed: {exc!r}[/red] (logs under {OUT / 'durable-logs'})")
+        return
+    for line in durable_state.lines(doc["durable_state"]):
+        console.print(line)
 
 
 def run_measurements(console: Console, doc: dict[str, Any], *, quick: bool, validation: bool,
