@@ -171,3 +171,35 @@ def test_two_stacks_never_share_a_data_directory(tmp_path: Path) -> None:
         assert f"{data.resolve()} is in use by another Metro stack" in second.stderr
     finally:
         stack.stop()
+
+
+def test_folds_while_serving_lose_nothing(tmp_path: Path) -> None:
+    """A journal folded into a snapshot every ~64 KiB while publishers are answered, then SIGKILL: the last
+    snapshot and the journal after it hold every answered publish."""
+    data = tmp_path / "data"
+    stack = start_stack(tmp_path / "first.log", extra_env={"METRO_DATA_DIR": str(data), "METRO_PULL_WAIT_SECONDS": "1",
+                                                           "METRO_DATA_SNAPSHOT_BYTES": "65536"})
+    try:
+        clients = Clients(stack)
+        clients.gapic.create_topic(name=TOPIC)
+        clients.subscriber.create_subscription(name=SUB, topic=TOPIC)
+        answered = _publish_until_killed(clients, stack, before_kill=120)
+    finally:
+        stack.stop()
+    folds = (tmp_path / "first.log").read_text().count("state snapshot:")
+    assert folds >= 3, f"only {folds} folds: the test did not exercise them"
+
+    again = _start(data, tmp_path / "second.log")
+    try:
+        subscriber = Clients(again).subscriber
+        delivered: set[str] = set()
+        while True:
+            resp = subscriber.pull(subscription=SUB, max_messages=100, return_immediately=False)
+            if not resp.received_messages:
+                break
+            delivered.update(m.message.message_id for m in resp.received_messages)
+            subscriber.acknowledge(subscription=SUB, ack_ids=[m.ack_id for m in resp.received_messages])
+        assert answered <= delivered, f"{len(answered - delivered)} answered publishes lost"
+    finally:
+        again.stop()
+    assert f"snapshot {folds}," in (tmp_path / "second.log").read_text()
