@@ -141,6 +141,8 @@ def main(
                                            "10 quick, 20 full)."),
     grpc: bool = typer.Option(True, help="Measure the gRPC edge: the HTTP/2 preface check's cost, memory per "
                               "StreamingPull stream, delivery on Google's emulator (bench/grpc_bench.py)."),
+    durable: bool = typer.Option(True, help="Measure the durable local state (bench/durable_state.py; full runs "
+                                 "only)."),
     versus_runs: int = typer.Option(3, help="Runs on each side of Metro against Google's emulator, same REST "
                                     "driver (bench/versus.py; full runs only; 0: skip)."),
 ) -> None:
@@ -210,7 +212,7 @@ def main(
         run_grpc(console, doc, settings, quick=quick, scale=scale)
     if versus_runs > 0 and not quick:  # a few minutes: not in CI's --quick
         run_versus(console, doc, versus_runs)
-    if not quick:  # the durable local state: journal on against off, restart, disk (a few minutes)
+    if durable and not quick:  # the durable local state: journal on against off, restart, disk (a few minutes)
         run_durable_state(console, doc)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(doc, indent=2) + "\n")

@@ -84,6 +84,9 @@ def plan(quick: bool, scale: float = 1.0) -> list[Scenario]:
                  consumers=1),
         Scenario("A-schema", "metro", "A, Avro schema checked (JSON)", n_variant, KIB, 1, compare_to="A",
                  schema=True),
+        # small publish requests: each pays the front door, a Lambda invocation and the log's writes alone
+        Scenario("A-10", "metro", "A, publish requests of 10", n_small // 10, KIB, 1, compare_to="A", per_request=10),
+        Scenario("A-1", "metro", "A, publish requests of 1", n_small // 50, KIB, 1, compare_to="A", per_request=1),
     ]
 
 
