@@ -1,5 +1,5 @@
-"""bench/versus.py's pure logic: medians over runs, Metro's advantage (> 1 = Metro better, whichever way the
-measure points), the targets and the printed table. No servers."""
+"""bench/versus_report.py, the figures of bench/versus.py: medians over runs, Metro's advantage (> 1 = Metro
+better, whichever way the measure points), the targets and the printed table. No servers."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from bench import versus
+from bench import versus_report as versus
 
 
 def run(**figures: float | None) -> dict[str, Any]:
