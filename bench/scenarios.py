@@ -85,8 +85,11 @@ def plan(quick: bool, scale: float = 1.0) -> list[Scenario]:
         Scenario("A-schema", "metro", "A, Avro schema checked (JSON)", n_variant, KIB, 1, compare_to="A",
                  schema=True),
         # small publish requests: each pays the front door, a Lambda invocation and the log's writes alone
-        Scenario("A-10", "metro", "A, publish requests of 10", n_small // 10, KIB, 1, compare_to="A", per_request=10),
-        Scenario("A-1", "metro", "A, publish requests of 1", n_small // 50, KIB, 1, compare_to="A", per_request=1),
+        Scenario("A-10", "metro", "1 KiB, publish requests of 10", n_small // 10, KIB, 1, compare_to="sqs-1k",
+                 per_request=10),
+        Scenario("sqs-1k-1", "sqs", "raw SQS, 1 KiB, one message per send", n_small // 50, KIB, 1, per_request=1),
+        Scenario("A-1", "metro", "1 KiB, publish requests of 1", n_small // 50, KIB, 1, compare_to="sqs-1k-1",
+                 per_request=1),
     ]
 
 
