@@ -38,12 +38,15 @@ def test_a_100_message_publish_to_one_subscription() -> None:
 
 def test_pulls_and_acks_of_scenario_a_count_as_the_benchmark_counted() -> None:
     a = _scenario("A")
-    m = a["messages_per_pull"]  # 71.4
+    m = a["messages_per_pull"]
     calls = {r["operation"]: r["calls_per_1k"] for r in a["requests"] if r["service"] == "sqs"}
     pulls_per_1k = 1000 / m
     # a pull of m messages: m / 10 receives and the empty one that ends it; an ack: m / 10 DeleteMessageBatch
     assert ops.pull(m, 1024, 100).usage.sqs_calls * pulls_per_1k == pytest.approx(calls["ReceiveMessage"], rel=0.02)
-    assert ops.acknowledge(m).usage.sqs_calls * pulls_per_1k == pytest.approx(calls["DeleteMessageBatch"], rel=0.02)
+    # the model acks the mean pull (m / 10 batches); each real pull rounds its own size up to whole batches, so the
+    # recorded deletes lie between the model's and one more batch per pull
+    deletes = ops.acknowledge(m).usage.sqs_calls * pulls_per_1k
+    assert deletes * 0.99 <= calls["DeleteMessageBatch"] <= deletes + pulls_per_1k
     # and hold their Lambda as long as bench's duration model says (publish differs: bench adds its concurrent
     # sends one after another, the model in rounds of the store's 32 threads, as the code sends them)
     assert ops.pull(m, 1024, 100).ms == pytest.approx(a["api_model_ms_per_invocation"]["pull"], rel=0.05)
