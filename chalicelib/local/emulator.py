@@ -9,7 +9,8 @@ from importlib import metadata
 from typing import Any
 
 from chalicelib.local.durable.data_dir import DataDir
-from chalicelib.local.durable.recorder import DurableEmulator, Restored, WsgiApp, data_path
+from chalicelib.local.durable.recorder import DurableEmulator, Restored, data_path
+from chalicelib.local.wsgi import WsgiApp
 
 
 def _production_app(create: Any) -> Any:

@@ -19,7 +19,8 @@ from urllib.parse import unquote, urlsplit
 from botocore.awsrequest import AWSPreparedRequest, AWSResponse
 from botocore.compat import HTTPHeaders
 
-from chalicelib.local.durable.recorder import WsgiApp
+from chalicelib.local import wsgi
+from chalicelib.local.wsgi import WsgiApp
 
 
 class _Raw(io.BytesIO):
@@ -50,9 +51,7 @@ def environ_of(request: AWSPreparedRequest, body: bytes) -> dict[str, Any]:
         "REQUEST_METHOD": request.method, "SCRIPT_NAME": "", "PATH_INFO": unquote(url.path or "/", "latin-1"),
         "QUERY_STRING": url.query, "RAW_URI": url.path + (f"?{url.query}" if url.query else ""),
         "SERVER_NAME": url.hostname or "127.0.0.1", "SERVER_PORT": str(url.port or 80),
-        "SERVER_PROTOCOL": "HTTP/1.1", "HTTP_HOST": host, "CONTENT_LENGTH": str(len(body)),
-        "wsgi.input": io.BytesIO(body), "wsgi.url_scheme": url.scheme or "http", "wsgi.errors": io.StringIO(),
-        "wsgi.version": (1, 0), "wsgi.multithread": True, "wsgi.multiprocess": False, "wsgi.run_once": False,
+        "SERVER_PROTOCOL": "HTTP/1.1", "HTTP_HOST": host, **wsgi.server_fields(body, url.scheme or "http"),
     }
     environ["REQUEST_URI"] = environ["RAW_URI"]
     for name, value in request.headers.items():
@@ -76,21 +75,9 @@ class InProcessTransport:
     def __call__(self, request: AWSPreparedRequest, **_: Any) -> AWSResponse | None:
         if not (request.url + "/").startswith(self._prefix):
             return None
-        body = _body(request)
-        answered: list[Any] = []
-
-        def start_response(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> None:
-            answered[:] = [int(status.split(" ", 1)[0]), headers]
-
-        chunks = self._app(environ_of(request, body), start_response)
-        try:
-            content = b"".join(chunks)
-        finally:
-            close = getattr(chunks, "close", None)
-            if close is not None:
-                close()
+        status, headers, content = wsgi.call(self._app, environ_of(request, _body(request)))
         self.calls += 1
         joined: dict[str, str] = {}  # as urllib3 gives a header sent twice: its values joined
-        for name, value in answered[1]:
+        for name, value in headers:
             joined[name] = f"{joined[name]}, {value}" if name in joined else value
-        return AWSResponse(request.url, answered[0], HTTPHeaders.from_dict(joined), _Raw(content))
+        return AWSResponse(request.url, int(status.split(" ", 1)[0]), HTTPHeaders.from_dict(joined), _Raw(content))

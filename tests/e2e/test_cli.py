@@ -127,7 +127,7 @@ def test_keys_mode_init_applies_a_declaration_once(keys_stack: RunningStack, tmp
 
 def test_reset_wipes_a_data_directory_no_stack_uses(tmp_path: Path) -> None:
     data = tmp_path / "data"
-    (data / "journal-0.log").parent.mkdir()
+    data.mkdir()
     (data / "journal-0.log").write_bytes(b"METRO-JOURNAL 1\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("METRO_")}
     done = subprocess.run([sys.executable, "-m", "chalicelib.cli", "reset", "--yes"], cwd=ROOT, capture_output=True,

@@ -50,6 +50,17 @@ def _kill(stack: RunningStack) -> None:
     stack.process.wait(timeout=10)
 
 
+def _drain(subscriber: pubsub_v1.SubscriberClient) -> set[str]:
+    """Pull and acknowledge until a pull comes back empty; the ids delivered."""
+    delivered: set[str] = set()
+    while True:
+        resp = subscriber.pull(subscription=SUB, max_messages=100, return_immediately=False)
+        if not resp.received_messages:
+            return delivered
+        delivered.update(m.message.message_id for m in resp.received_messages)
+        subscriber.acknowledge(subscription=SUB, ack_ids=[m.ack_id for m in resp.received_messages])
+
+
 def _publish_until_killed(clients: Clients, stack: RunningStack, before_kill: int) -> set[str]:
     """Four publishers, one message per request; SIGKILL once ``before_kill`` were answered; the answered ids."""
     answered: set[str] = set()
@@ -102,13 +113,7 @@ def test_a_killed_stack_comes_back_with_every_answered_publish_ack_and_lease(tmp
         assert [s.name for s in clients.subscriber.list_snapshots(project=f"projects/{P}")] == [SNAPSHOT]
         # the lease survived, under the same ack id: a nack with it makes the message deliverable at once
         clients.subscriber.modify_ack_deadline(subscription=SUB, ack_ids=[leased_ack_id], ack_deadline_seconds=0)
-        delivered: set[str] = set()
-        while True:  # drain: every answered publish, never the acknowledged or the leased message
-            resp = clients.subscriber.pull(subscription=SUB, max_messages=100, return_immediately=False)
-            if not resp.received_messages:
-                break
-            delivered.update(m.message.message_id for m in resp.received_messages)
-            clients.subscriber.acknowledge(subscription=SUB, ack_ids=[m.ack_id for m in resp.received_messages])
+        delivered = _drain(clients.subscriber)  # every answered publish, never the acknowledged or the leased one
         assert answered <= delivered, f"{len(answered - delivered)} answered publishes lost"
         assert acked_id not in delivered and leased_id in delivered
         assert len(delivered - answered) <= 5  # the nacked one and the requests in flight at the kill
@@ -191,14 +196,7 @@ def test_folds_while_serving_lose_nothing(tmp_path: Path) -> None:
 
     again = _start(data, tmp_path / "second.log")
     try:
-        subscriber = Clients(again).subscriber
-        delivered: set[str] = set()
-        while True:
-            resp = subscriber.pull(subscription=SUB, max_messages=100, return_immediately=False)
-            if not resp.received_messages:
-                break
-            delivered.update(m.message.message_id for m in resp.received_messages)
-            subscriber.acknowledge(subscription=SUB, ack_ids=[m.ack_id for m in resp.received_messages])
+        delivered = _drain(Clients(again).subscriber)
         assert answered <= delivered, f"{len(answered - delivered)} answered publishes lost"
     finally:
         again.stop()

@@ -14,7 +14,7 @@ from urllib.parse import parse_qs, urlencode
 
 # Actions (JSON and query protocols) that read: by prefix, and by name.
 _READ_PREFIXES = ("Get", "List", "Describe", "Query", "Scan", "BatchGet", "TransactGet", "Head")
-_READS = frozenset({"Decrypt", "Encrypt", "GenerateDataKey", "GetCallerIdentity", "Invoke", "ValidateTemplate"})
+_READS = frozenset({"Decrypt", "Encrypt", "GenerateDataKey"})  # KMS: no state changes
 _LAMBDA_INVOKE = "/invocations"  # POST /2015-03-31/functions/<name>/invocations: runs code, changes no state
 
 

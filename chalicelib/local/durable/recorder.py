@@ -10,10 +10,8 @@ and what it measured.
 
 from __future__ import annotations
 
-import io
 import logging
 import secrets
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -21,13 +19,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from chalicelib.local import wsgi
 from chalicelib.local.durable import classify, clock, snapshot
 from chalicelib.local.durable.data_dir import DataDir
 from chalicelib.local.durable.journal import MAGIC, Call, Journal
+from chalicelib.local.wsgi import WsgiApp
 
 log = logging.getLogger("metro.local.state")
 
-WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 _SKIPPED_PREFIXES = ("wsgi.", "werkzeug.", "REMOTE_")
 _RECHECK_SECONDS = 0.1  # a long poll looks again this often for messages whose visibility ran out
 
@@ -147,26 +146,11 @@ class DurableEmulator:
     def _run(self, call: Call) -> Answer:
         from moto.moto_api._internal import mock_random
 
-        environ = {**call.environ, "CONTENT_LENGTH": str(len(call.body)), "wsgi.input": io.BytesIO(call.body),
-                   "wsgi.errors": sys.stderr, "wsgi.version": (1, 0), "wsgi.multithread": True,
-                   "wsgi.multiprocess": False, "wsgi.run_once": False,
-                   "wsgi.url_scheme": call.environ.get("wsgi.url_scheme", "http")}
-        answered: list[Any] = []
-
-        def start_response(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> None:
-            answered[:] = [status, list(headers)]
-
+        environ = {**call.environ, **wsgi.server_fields(call.body)}
         if call.seed:  # a call that may be journaled: its ids drawn from its own seed (reads draw none that matter)
             mock_random.seed(call.seed)
         with clock.held_at(call.at):
-            chunks = self._app(environ, start_response)
-            try:
-                body = b"".join(chunks)
-            finally:
-                close = getattr(chunks, "close", None)
-                if close is not None:
-                    close()
-        return Answer(answered[0], answered[1], body)
+            return Answer(*wsgi.call(self._app, environ))
 
     # -- folding and stopping ----------------------------------------------------------------------------------------
     def fold(self) -> int:
