@@ -118,6 +118,12 @@ class Config:
     ack_secret: bytes = field(default_factory=lambda: _env("METRO_ACK_SECRET", LOCAL_ACK_SECRET).encode())
     # Bodies up to this many bytes travel inline in the SQS message; larger ones are read from S3.
     inline_max_bytes: int = field(default_factory=lambda: int(_env("METRO_INLINE_MAX_BYTES", str(40 * 1024))))
+    # A publish request whose raw bytes (header and bodies) are at most this many is kept in its log item, with no
+    # S3 object of its own (docs/decisions/log-inline-bodies.md); 0 stores every request in S3.
+    log_inline_max_bytes: int = field(default_factory=lambda: int(_env("METRO_LOG_INLINE_MAX_BYTES", str(7 * 1024))))
+    # Up to this many messages of a publish request share one SQS message for a plain pull subscription (a pack,
+    # core/queueing/packs.py); 1 sends each message alone.
+    pack_max_messages: int = field(default_factory=lambda: max(1, int(_env("METRO_PACK_MAX_MESSAGES", "100"))))
     # How long a pull without returnImmediately waits for a first message.
     pull_wait_seconds: float = field(default_factory=lambda: float(_env("METRO_PULL_WAIT_SECONDS", "10")))
     # Topic and subscription records are cached this long on the data path (publish, pull, ack) of a warm
@@ -134,6 +140,11 @@ class Config:
     # at most fanout_catchup_batch publish requests per run.
     fanout_catchup_seconds: float = field(default_factory=lambda: float(_env("METRO_FANOUT_CATCHUP_SECONDS", "900")))
     fanout_catchup_batch: int = field(default_factory=lambda: int(_env("METRO_FANOUT_CATCHUP_BATCH", "500")))
+    # The stream's fan-out hands a topic of more than this many subscriptions to parallel slices of at most this
+    # many, each an asynchronous invocation of the fan-out function (docs/decisions/wide-fanout.md); 0 = never.
+    fanout_slice_subscriptions: int = field(
+        default_factory=lambda: int(_env("METRO_FANOUT_SLICE_SUBSCRIPTIONS", "128")))
+    fanout_function: str = field(default_factory=lambda: _env("METRO_FANOUT_FUNCTION", "metro-dev-fanout"))
     # A pull that holds messages collects until an empty receive, and then keeps polling until this long
     # after its first message (fuller pulls, higher latency).
     pull_linger_seconds: float = field(default_factory=lambda: float(_env("METRO_PULL_LINGER_MS", "0")) / 1000)

@@ -45,7 +45,7 @@ TABLE_ACTIONS: dict[str, tuple[list[str], list[str], list[str]]] = {
     "api_handler": (["BatchWriteItem", "ConditionCheckItem", "DeleteItem", "GetItem", "PutItem", "Query", "UpdateItem"],
                     ["GetItem", "PutItem", "Query"],
                     ["BatchGetItem", "BatchWriteItem", "GetItem", "UpdateItem"]),
-    "fanout": (["Query"], ["UpdateItem"], []),
+    "fanout": (["Query", "UpdateItem"], ["UpdateItem"], []),
     "push": (["GetItem", "PutItem", "Query", "UpdateItem"], ["PutItem"], ["BatchGetItem", "BatchWriteItem"]),
     "maintenance": (["BatchWriteItem", "DeleteItem", "GetItem", "PutItem", "Query", "Scan", "UpdateItem"],
                     ["PutItem", "UpdateItem"], ["BatchWriteItem", "Query"]),
@@ -129,6 +129,12 @@ def _invoke_seek_worker(names: StageNames) -> Statement:
         "arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::AccountId}:function:" + worker)])
 
 
+def _invoke_own_slices(names: StageNames) -> Statement:
+    """The stream handler hands a wide topic's slices to its own function (infra/fanout_slices.py)."""
+    return _allow("FanoutSlicesInvoke", ["lambda:InvokeFunction"], [_arn(
+        "arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::AccountId}:function:" + names.function("fanout"))])
+
+
 def statements(names: StageNames, function: str) -> list[Statement]:
     """The statements of one function's policy."""
     if function not in TABLE_ACTIONS:
@@ -163,6 +169,7 @@ def statements(names: StageNames, function: str) -> list[Statement]:
             _allow("MessagesStreamList", ["dynamodb:ListStreams"], ["*"]),
             _allow("Bodies", ["s3:GetObject"], _objects(names, "raw/")),
             _queues(names, ["sqs:SendMessage"]),
+            _invoke_own_slices(names),
         ]
     elif function == "push":  # the queues' mappings -> push endpoints; dead-lettering publishes
         out += [

@@ -13,6 +13,8 @@ deploy command hands to CloudFormation:
   SQS queue (the records a batch could not fan out, kept 14 days) with an alarm on its depth;
 * the push function's token issuer (``METRO_PUBLIC_URL``): the stage's API Gateway URL, whose
   ``/v1/jwks`` serves the keys (the API function cannot name its own API: the API refers to it);
+* the fan-out function's asynchronous invocations of itself, one per slice of a wide topic
+  (infra/fanout_slices.py);
 * reserved concurrency for the functions asked for;
 * the pyarrow layer (infra/layer.py) on every function: each may read a compacted body from the archive;
 * the AMS dialect's API (infra/ams_stage.py): the same handler behind a second API whose stage says
@@ -27,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chalicelib.store.log import UNFANNED_SHARD
-from infra import lambda_runtime, observability
+from infra import fanout_slices, lambda_runtime, observability
 from infra.ams_stage import add_ams_api, add_ams_domain
 from infra.names import StageNames
 
@@ -169,6 +171,7 @@ def merge(packaged: Template, settings: Settings) -> Template:
     resources[MAPPING_ID] = _fanout_mapping(names, settings, event)
     resources.update(_failure_resources(names))
     _grant_dlq(resources["FanoutRole"])
+    fanout_slices.add(resources, names, FUNCTION_IDS["fanout"], DLQ_ID)
     out.setdefault("Outputs", {})["FanoutFailuresQueueUrl"] = {"Value": {"Ref": DLQ_ID}}
     add_ams_api(resources, out["Outputs"])
     if settings.ams_domain:

@@ -34,13 +34,15 @@ class AwsConfig:
     endpoint_url: str | None = None
     region: str = "us-east-1"
     threads: int = 16
+    messages_table: str = ""  # where the bytes of inline-logged publish requests are (spark_emr/log_items.py)
 
     @classmethod
-    def from_env(cls, threads: int = 16) -> AwsConfig:
+    def from_env(cls, threads: int = 16, messages_table: str = "") -> AwsConfig:
         return cls(
             endpoint_url=os.environ.get("AWS_ENDPOINT_URL") or None,
             region=os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1",
             threads=threads,
+            messages_table=messages_table,
         )
 
 
@@ -258,7 +260,8 @@ def base_parser(description: str) -> argparse.ArgumentParser:
     p.add_argument(
         "--messages-table",
         default="",
-        help="the messages table (replay enumerates raw objects with one Query per topic when given)",
+        help="the messages table: where small publish requests keep their bytes (no raw object); replay also "
+        "enumerates raw objects with one Query per topic when given",
     )
     p.add_argument("--master", default=None, help="Spark master (default: whatever spark-submit says)")
     p.add_argument("--project", default="", help="only this project")

@@ -1,6 +1,12 @@
 """Compaction: raw publish objects older than --min-age-seconds -> Parquet archive per topic hour.
 
-    spark-submit --master local[2] spark_emr/compact.py --bucket B --messages-table T [--min-age-seconds 3600]
+    spark-submit --master local[2] spark_emr/compact.py --bucket B --messages-table T [--resources-table R]
+        [--min-age-seconds 3600]
+
+Small publish requests have no raw object: their bytes are in the messages table's items (keys ending
+``.inline``, spark_emr/log_items.py). With ``--messages-table`` the listing adds them, from one Query per
+topic (``--resources-table`` adds the topics that have nothing in S3 yet), tasks read them with BatchGetItem,
+and they are archived like raw objects; their items stay until their TTL.
 
 Steps (see docs/pipeline.md for the commit protocol):
 
@@ -39,7 +45,7 @@ common.ensure_importable()
 
 from chalicelib.core.replay import archive_layout as layout  # noqa: E402
 from chalicelib.store import archive as store  # noqa: E402
-from spark_emr import lock, tasks  # noqa: E402
+from spark_emr import lock, log_items, tasks  # noqa: E402
 from spark_emr import plan as planning  # noqa: E402
 from spark_emr.listing import Listing, listing_rounds  # noqa: E402
 
@@ -47,6 +53,7 @@ DEFAULT_PART_BYTES = 128 * 1024 * 1024
 DEFAULT_PART_ROWS = 1_000_000
 DEFAULT_DIRECT_BYTES = 256 * 1024 * 1024
 DEFAULT_ROUND_KEYS = 1_000_000
+DEFAULT_LOG_LOOKBACK_HOURS = 48
 
 
 @dataclass(frozen=True)
@@ -63,6 +70,8 @@ class Options:
     stop_after: str = ""  # "write" or "commit": simulates a crash after that phase
     slice_bytes: int = DEFAULT_DIRECT_BYTES  # a big hour is merged and written in slices of about this input
     round_keys: int = DEFAULT_ROUND_KEYS  # keys listed, planned and compacted per round
+    resources_table: str = ""  # its topics are listed too (a topic may have only inline-logged requests)
+    log_lookback_hours: int = DEFAULT_LOG_LOOKBACK_HOURS  # how far back inline-logged requests are looked for
 
 
 @dataclass
@@ -92,6 +101,9 @@ def compact(
     on_phase: Callable[[str], None] | None = None,
     slice_bytes: int = DEFAULT_DIRECT_BYTES,
     round_keys: int = DEFAULT_ROUND_KEYS,
+    messages_table: str = "",
+    resources_table: str = "",
+    log_lookback_hours: int = DEFAULT_LOG_LOOKBACK_HOURS,
 ) -> dict[str, Any]:
     """Run one compaction under the archive maintenance lock; return a report.
 
@@ -101,9 +113,9 @@ def compact(
     took the lock over (this run then commits and deletes nothing more).
     """
     opts = Options(min_age_seconds, project, tuple(topics or ()), part_bytes, part_rows, threads, direct_bytes,
-                   stop_after, slice_bytes, round_keys)
+                   stop_after, slice_bytes, round_keys, resources_table, log_lookback_hours)
     clock: lock.Clock = (lambda: now) if now is not None else time.time
-    cfg = common.AwsConfig.from_env(threads)
+    cfg = common.AwsConfig.from_env(threads, messages_table)
     s3c = common.s3(cfg)
     lease = lock.acquire(s3c, bucket, "compact", clock, lease_seconds)
     try:
@@ -128,7 +140,10 @@ def run_locked(
 ) -> dict[str, Any]:
     """Every round of the selection (listing_rounds); one report summing them."""
     total: dict[str, Any] = {}
-    rounds = listing_rounds(common.s3(cfg), bucket, opts.project, list(opts.topics), opts.threads, opts.round_keys)
+    more, inline = log_items.sources(cfg, opts.resources_table, opts.project, bool(opts.topics),
+                                     int(lease.clock() * 1000) - opts.min_age_seconds * 1000, opts.log_lookback_hours)
+    rounds = listing_rounds(common.s3(cfg), bucket, opts.project, list(opts.topics), opts.threads, opts.round_keys,
+                            more, inline)
     for n, listing in enumerate(rounds):
         if n:
             lease.renew()
@@ -314,9 +329,9 @@ def cleanup(
         current = committed.get(hid, p.old)
         if current is None or hid in conflicts:
             continue
-        raw_delete.extend(p.covered_raw)
-        if hid in committed:
-            raw_delete.extend(p.new_raw)
+        raw_delete.extend(k for k in p.covered_raw if not layout.is_inline_key(k))
+        if hid in committed:  # an inline-logged request has no object: its item expires by its TTL
+            raw_delete.extend(k for k in p.new_raw if not layout.is_inline_key(k))
         stale_delete.extend(planning.stale_keys(p, current))
     report["raw_objects_deleted"] = sum(
         common.threaded_map(lambda ks: common.delete_keys(s3c, bucket, ks), common.chunks(raw_delete, 1000), threads)
@@ -349,6 +364,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         default=DEFAULT_ROUND_KEYS,
         help="the driver lists, plans and compacts the selection in rounds of about this many keys",
     )
+    p.add_argument("--resources-table", default="", help="list its topics too (some may have no raw object yet)")
+    p.add_argument("--log-lookback-hours", type=int, default=DEFAULT_LOG_LOOKBACK_HOURS,
+                   help="look this far back for small publish requests kept in the messages table")
     common.add_lock_arguments(p)
     args = p.parse_args(argv)
     spark = common.get_spark("metro-compact", args.master)
@@ -367,6 +385,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             lease_seconds=args.lease_seconds,
             slice_bytes=args.slice_bytes,
             round_keys=args.round_keys,
+            messages_table=args.messages_table,
+            resources_table=args.resources_table,
+            log_lookback_hours=args.log_lookback_hours,
         ),
     )
     print(json.dumps(report, indent=None if args.json else 2, default=str))

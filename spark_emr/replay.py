@@ -6,10 +6,12 @@
 
 Sources: for each hour of the range, the committed archive (parquet files whose id range overlaps
 the range) and the raw objects the hour's manifest does not cover (listed under the raw hour prefix,
-or found with one messages-table Query when ``--messages-table`` is given). Tasks read them, keep
-the messages in ``[start, end)`` that match the filter, then the rows are laid out so that each
-ordering key sits in one partition in publish order (:func:`spark_emr.transforms.replay_order`) and
-each partition is sent sequentially with SendMessageBatch (<= 10 entries, <= 256 KiB a call).
+or found with one messages-table Query per partition of the topic's log when ``--messages-table`` is given:
+only then are the small requests that have no raw object, their bytes in the table's items, found before
+compaction archives them). Tasks read them (those with BatchGetItem), keep the messages in ``[start, end)``
+that match the filter, then the rows are laid out so that each ordering key sits in one partition in publish
+order (:func:`spark_emr.transforms.replay_order`) and each partition is sent sequentially with
+SendMessageBatch (<= 10 entries, <= 256 KiB a call).
 
 Bodies: raw messages inline up to 64 KiB, above that an S3 pointer (key, offset, length); archive
 messages inline when the SQS message fits, else skipped and counted as ``too_large``. For a
@@ -34,7 +36,7 @@ from spark_emr import common
 common.ensure_importable()
 
 from chalicelib.core.replay import archive_layout as layout  # noqa: E402
-from spark_emr import records, tasks, transforms  # noqa: E402
+from spark_emr import log_items, records, tasks, transforms  # noqa: E402
 
 COUNTS = ("sent", "inline", "pointer", "too_large", "failed")
 
@@ -111,24 +113,10 @@ def plan_sources(
 
 
 def raw_keys_from_table(table: str, topic: str, start: datetime, end: datetime, cfg: common.AwsConfig) -> list[str]:
-    """Raw object keys of a time range from the messages table: one Query (paginated)."""
+    """Raw object keys of a time range from the messages table: one Query (paginated) per partition of the log."""
     ddb = common.client("dynamodb", cfg)
-    lo = f"{int(start.timestamp() * 1000):013d}"
-    hi = f"{int(end.timestamp() * 1000) - 1:013d}~"
-    keys: list[str] = []
-    kwargs: dict[str, Any] = {
-        "TableName": table,
-        "KeyConditionExpression": "topic = :t AND rid BETWEEN :a AND :b",
-        "ExpressionAttributeValues": {":t": {"S": topic}, ":a": {"S": lo}, ":b": {"S": hi}},
-        "ProjectionExpression": "#k",
-        "ExpressionAttributeNames": {"#k": "key"},
-    }
-    while True:
-        resp = ddb.query(**kwargs)
-        keys.extend(item["key"]["S"] for item in resp.get("Items", []))
-        if "LastEvaluatedKey" not in resp:
-            return keys
-        kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
+    start_ms, end_ms = int(start.timestamp() * 1000), int(end.timestamp() * 1000)
+    return [key for key, _ in log_items.log_keys(ddb, table, topic, start_ms, end_ms, inline_only=False)]
 
 
 def replay(
@@ -142,7 +130,7 @@ def replay(
     messages_table: str = "",
     threads: int = 16,
 ) -> dict[str, Any]:
-    cfg = common.AwsConfig.from_env(threads)
+    cfg = common.AwsConfig.from_env(threads, messages_table)
     s3c = common.s3(cfg)
     t0 = time.monotonic()
     if filter_text and records.load_filter(filter_text) is None:

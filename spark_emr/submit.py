@@ -93,6 +93,8 @@ def command(job: str, args: list[str], master: str) -> list[str]:
     base += ["--bucket", config.bucket]
     if job in ("compact", "retention", "replay"):
         base += ["--messages-table", config.messages_table]
+    if job == "compact" and "--resources-table" not in args:  # topics that have nothing in S3 yet
+        base += ["--resources-table", config.resources_table]
     return base + args
 
 

@@ -16,21 +16,34 @@ import pyarrow as pa
 
 from chalicelib.core.replay import archive_layout as layout
 from chalicelib.store import archive as store
-from spark_emr import common, records
+from spark_emr import common, log_items, records
 
 BATCH_ROWS = 10_000
 
 Keep = Callable[[records.Row], bool]
 
 
-def fetch_rows(bucket: str, cfg: common.AwsConfig, keys: list[str], keep: Keep | None = None) -> Iterator[records.Row]:
-    """Stage rows of raw objects (``.mpub``) and archive files (``.parquet``) named by ``keys``.
-
-    Objects are fetched ``cfg.threads`` at a time on threads; a raw object gone meanwhile is skipped,
-    a missing archive file is an error. ``keep`` optionally selects rows.
-    """
+def fetch_blobs(bucket: str, cfg: common.AwsConfig, keys: list[str]) -> Iterator[tuple[str, bytes | None]]:
+    """``(key, bytes)`` of raw objects and archive files from S3 (``cfg.threads`` GETs at a time), and of
+    inline-logged requests from their messages-table items; None for what is gone."""
+    inline = [k for k in keys if layout.is_inline_key(k)]
+    if inline:
+        if not cfg.messages_table:
+            raise RuntimeError(f"{inline[0]} is kept in the messages table: pass --messages-table")
+        yield from log_items.read_inline(common.client("dynamodb", cfg), cfg.messages_table, inline)
     s3c = common.s3(cfg)
-    for key, blob in common.prefetch_map(lambda k: (k, common.get_bytes(s3c, bucket, k)), keys, cfg.threads):
+    stored = [k for k in keys if not layout.is_inline_key(k)]
+    yield from common.prefetch_map(lambda k: (k, common.get_bytes(s3c, bucket, k)), stored, cfg.threads)
+
+
+def fetch_rows(bucket: str, cfg: common.AwsConfig, keys: list[str], keep: Keep | None = None) -> Iterator[records.Row]:
+    """Stage rows of raw objects (``.mpub``), inline-logged requests (``.inline``) and archive files
+    (``.parquet``) named by ``keys``.
+
+    A raw object (or log item) gone meanwhile is skipped, a missing archive file is an error. ``keep``
+    optionally selects rows.
+    """
+    for key, blob in fetch_blobs(bucket, cfg, keys):
         if blob is None and key.endswith(".parquet"):
             raise RuntimeError(f"archive file {key} is gone (superseded by a compaction meanwhile?)")
         if blob is None:
@@ -76,14 +89,14 @@ DECODE_BATCH = 64  # raw objects decoded into one Arrow table at a time
 def fetch_hour_tables(
     bucket: str, cfg: common.AwsConfig, keys: list[str], timers: Timers | None = None
 ) -> Iterator[tuple[HourId, pa.Table]]:
-    """Arrow tables (archive schema, unsorted) of the raw objects and archive files named by ``keys``.
+    """Arrow tables (archive schema, unsorted) of the raw objects (inline-logged requests included) and archive
+    files named by ``keys``.
 
     GETs run on ``cfg.threads`` threads ahead of the decoding (``common.prefetch_map``), so decoding
     one batch overlaps fetching the next. A raw object gone meanwhile was expired by retention:
     nothing to archive. An archive file of the committed generation must be there: merging without
     it would drop its messages, so its absence is an error.
     """
-    s3c = common.s3(cfg)
     batch: list[tuple[str, bytes]] = []
 
     def decode() -> list[tuple[HourId, pa.Table]]:
@@ -94,7 +107,7 @@ def fetch_hour_tables(
         return out
 
     t = time.monotonic()
-    for key, blob in common.prefetch_map(lambda k: (k, common.get_bytes(s3c, bucket, k)), keys, cfg.threads):
+    for key, blob in fetch_blobs(bucket, cfg, keys):
         t = _add(timers, "get", t)
         if key.endswith(".parquet"):
             if blob is None:

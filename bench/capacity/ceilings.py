@@ -21,9 +21,16 @@ MONTH_S = 30 * 86_400
 class WideTopic:
     subscriptions: int
     sends_per_request: int  # SendMessageBatch calls per publish request
-    fanned_by: str  # "publish" or "stream"
+    fanned_by: str  # "publish", "stream" (the lane sends them all) or "slices"
     ms_per_request: float  # the sends' time in the handler that makes them (calls in rounds of send_threads)
-    lane_requests_s: float  # publish requests/s the topic's stream lane fans out (inf: publish does it)
+    lane_requests_s: float  # publish requests/s the topic's stream lane fans out or hands out (inf: publish does it)
+    slices: int = 0  # per publish request
+    slice_ms: float = 0.0  # one slice's time
+    executions_per_request_s: float = 0.0  # concurrent slice executions each publish request/s of the topic holds
+    concurrency_requests_s: float = math.inf  # publish requests/s the account's whole Lambda concurrency allows them
+    query_read_units: float = 0.0  # publish's consistent Query of the topic's subscription items, per request
+    # publish requests/s one partition's read units allow that Query (the topic's subscriptions share a key)
+    query_requests_s: float = math.inf
 
 
 def topic_publish_requests_s(q: Quotas = DEFAULT_QUOTAS, item_bytes: int = ops.LOG_ITEM_BYTES) -> float:
@@ -46,11 +53,22 @@ def wide_topic(subscriptions: int, per_request: int = 10, message_bytes: int = 1
     calls, _ = ops.send_calls(per_request, ops.envelope_bytes(message_bytes, h.inline_max_bytes), q)
     sends = calls * subscriptions
     ms = math.ceil(sends / h.send_threads) * ops.SQS_MS
+    read = ops.publish(per_request, message_bytes, subscriptions, direct_max=h.direct_fanout_max_subscriptions,
+                       q=q).usage.ddb_ru
+    per_partition = q.ddb_partition_rcu / read
     if subscriptions <= h.direct_fanout_max_subscriptions:
-        return WideTopic(subscriptions, sends, "publish", ms, math.inf)
+        return WideTopic(subscriptions, sends, "publish", ms, math.inf, query_read_units=read,
+                         query_requests_s=per_partition)
+    if ops.slice_count(subscriptions, h.fanout_slice_subscriptions):
+        cut = ops.fanout_sliced(per_request, message_bytes, subscriptions, h.fanout_slice_subscriptions,
+                                threads=h.send_threads, inline_max=h.inline_max_bytes, q=q)
+        held = cut.count * cut.slices.ms / 1000
+        return WideTopic(subscriptions, sends, "slices", ms, 1000 / cut.lane.ms, cut.count, cut.slices.ms, held,
+                         q.lambda_concurrency / held, read, per_partition)
     record = ops.fanout_record(per_request, message_bytes, subscriptions, threads=h.send_threads,
                                inline_max=h.inline_max_bytes, q=q)
-    return WideTopic(subscriptions, sends, "stream", ms, 1000 / record.ms)
+    return WideTopic(subscriptions, sends, "stream", ms, 1000 / record.ms, query_read_units=read,
+                     query_requests_s=per_partition)
 
 
 def s3_put_usd_per_month(messages_s: float, per_request: int) -> float:

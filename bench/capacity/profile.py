@@ -46,6 +46,7 @@ class Handlers:
 
     pull_wait_s: float = 10.0  # METRO_PULL_WAIT_SECONDS: a pull's long poll for its first message
     direct_fanout_max_subscriptions: int = 20  # METRO_DIRECT_FANOUT_MAX_SUBSCRIPTIONS
+    fanout_slice_subscriptions: int = 128  # METRO_FANOUT_SLICE_SUBSCRIPTIONS: wider records go out in slices
     send_threads: int = 32  # chalicelib/store/workers.py MAX_WORKERS: concurrent SendMessageBatch calls
     inline_max_bytes: int = 40 * 1024  # METRO_INLINE_MAX_BYTES: queue bodies carry the data up to this
     push_batch_size: int = 10  # METRO_PUSH_BATCH_SIZE
@@ -101,9 +102,9 @@ PROFILES: dict[str, Profile] = {
     # 1,200 pull loops waiting on quiet subscriptions: more long pulls than Lambda's account concurrency
     "long-pulls": Profile("long-pulls", 600.0, (
         TopicClass("quiet", count=300, share=1.0, per_request=1, subscriptions=Subscriptions(pull=1, pullers=4)),)),
-    # a topic of 10,000 subscriptions: 10,000 SendMessageBatch per publish request, one after another in the
-    # topic's stream lane (the subscribers' pulls are left out: pullers=0)
-    "wide-fanout": Profile("wide-fanout", 5.0, (
+    # a topic of 10,000 subscriptions: 10,000 SendMessageBatch per publish request in 79 parallel slices, which the
+    # topic's stream lane hands out one record after another (the subscribers' pulls are left out: pullers=0)
+    "wide-fanout": Profile("wide-fanout", 200.0, (
         TopicClass("wide", count=1, share=1.0, subscriptions=Subscriptions(pull=10_000, pullers=0)),)),
 }
 

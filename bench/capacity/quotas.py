@@ -22,6 +22,7 @@ class Quotas:
     lambda_scaling_per_10s: int = 1_000  # new execution environments per function every 10 s
     lambda_timeout_s: float = 30.0  # .chalice/config.json lambda_timeout (the fan-out gets 60 s in prod)
     lambda_payload_mb: int = 6  # a synchronous invocation's request and response
+    lambda_async_payload_kb: int = 256  # an asynchronous invocation's event (the classic limit; 1 MB since 2025)
     stream_parallelization_max: int = 10  # concurrent batches per stream shard (ParallelizationFactor)
     apigw_rps: int = 10_000  # requests/s, REST + HTTP + WebSocket APIs of the account and region
     apigw_burst: int = 5_000  # the token bucket's capacity above the steady rate
@@ -79,7 +80,15 @@ def quota_rows(q: Quotas = DEFAULT_QUOTAS) -> list[QuotaRow]:
         QuotaRow("Lambda stream event source mapping", "one batch per shard at a time x ParallelizationFactor "
                  f"(<= {q.stream_parallelization_max}; the deploy sets 4), records of one partition key in order",
                  "fan-out from the messages table's stream: one topic's records go through one lane, one after "
-                 "another", _AWS + "lambda/latest/dg/with-ddb.html"),
+                 "another; a topic above METRO_FANOUT_SLICE_SUBSCRIPTIONS (128) subscriptions is handed out in "
+                 "slices, so its lane only writes the completion item and invokes",
+                 _AWS + "lambda/latest/dg/with-ddb.html"),
+        QuotaRow("Lambda asynchronous invocation", f"{q.lambda_async_payload_kb:,} KB payload (1 MB since late "
+                 "2025); two retries; events kept up to 6 hours",
+                 "one invocation of the fan-out function per slice of a wide topic: a slice carries at most 200 KB "
+                 "of subscription records (core/fanout_slices.py); a slice Lambda gave up on leaves its request "
+                 "unfanned for the maintenance catch-up",
+                 _AWS + "lambda/latest/dg/invocation-async.html"),
         QuotaRow("DynamoDB partition throughput", f"{_n(q.ddb_partition_wcu)} WCU/s and {_n(q.ddb_partition_rcu)} "
                  "RCU/s per partition",
                  "one item per publish request in the messages table; its sort key (the request id) grows "
@@ -103,7 +112,7 @@ def quota_rows(q: Quotas = DEFAULT_QUOTAS) -> list[QuotaRow]:
                  "fan-out: a publish request of n messages costs ceil(n / 10) SendMessageBatch per subscription, so "
                  "a topic of 10,000 subscriptions makes 10,000 sends per request (publish sends itself for up to "
                  "METRO_DIRECT_FANOUT_MAX_SUBSCRIPTIONS, 20; above, the stream's fan-out does, one topic's records "
-                 "in order in one lane)",
+                 "in order in one lane, which hands a topic of more than 128 out in parallel slices)",
                  _AWS + "AWSSimpleQueueService/latest/SQSDeveloperGuide/quotas-messages.html"),
         QuotaRow("SQS FIFO queues", f"{_n(q.sqs_fifo_calls_per_queue)} API calls/s per queue and operation "
                  "(high-throughput mode: more)",

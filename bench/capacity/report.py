@@ -50,11 +50,14 @@ def ceilings_markdown(day: DayResult, h: Handlers | None = None, q: Quotas = DEF
     peak = day.peak_hour
     others = peak.peak_concurrency - peak.peak_long_pulls
     wide = [ceilings.wide_topic(s, h=h, q=q) for s in (h.direct_fanout_max_subscriptions,
-                                                        h.direct_fanout_max_subscriptions + 1, 100, 1_000, 10_000)]
+                                                        h.direct_fanout_max_subscriptions + 1, 100,
+                                                        h.fanout_slice_subscriptions + 1, 1_000, 10_000, 100_000)]
 
     def lane(w: ceilings.WideTopic) -> str:
-        where = "publish sends them" if w.fanned_by == "publish" else (
-            f"the stream lane: {w.lane_requests_s:,.2f} requests/s ({w.lane_requests_s * 10:,.1f} msg/s)")
+        rate = f"{w.lane_requests_s:,.2f} requests/s ({w.lane_requests_s * 10:,.1f} msg/s)"
+        where = {"publish": "publish sends them", "stream": f"the stream lane: {rate}"}.get(
+            w.fanned_by, f"{w.slices:,} slices of {w.slice_ms:.0f} ms handed out by the stream lane at {rate}, "
+                         f"{w.executions_per_request_s:,.2f} executions per request/s")
         return f"{w.subscriptions:,} subscriptions: {w.sends_per_request:,} sends, {where}"
 
     rows = [
@@ -69,7 +72,14 @@ def ceilings_markdown(day: DayResult, h: Handlers | None = None, q: Quotas = DEF
          f"S3's {_n(q.s3_put_per_prefix)} PUT/s per prefix comes later"),
         ("A wide topic's fan-out (requests of 10 x 1 KiB)", "; ".join(lane(w) for w in wide),
          f"ceil(n / 10) SendMessageBatch per subscription, {h.send_threads} at a time; above "
-         f"{h.direct_fanout_max_subscriptions} subscriptions the stream fans out, one topic's records in order"),
+         f"{h.direct_fanout_max_subscriptions} subscriptions the stream fans out, one topic's records in order; "
+         f"above {h.fanout_slice_subscriptions} it hands out slices of {h.fanout_slice_subscriptions} (one "
+         f"asynchronous invocation each, {h.send_threads} invokes at a time) and subscriptions ordering by key stay "
+         f"in the lane. Publish's consistent Query reads every subscription item: "
+         f"{ceilings.wide_topic(10_000, h=h, q=q).query_read_units:,.0f} read units a request at 10,000, so one "
+         f"partition's {_n(q.ddb_partition_rcu)} RCU/s allows "
+         f"{ceilings.wide_topic(10_000, h=h, q=q).query_requests_s:,.1f} requests/s unless DynamoDB splits the "
+         f"topic's subscriptions for heat"),
         ("S3 PUT per publish request", f"{_usd(PRICES['s3_put_class'].usd)} per 1,000: 50,000 msg/s costs "
          f"{_usd(ceilings.s3_put_usd_per_month(50_000, 10))} a month in requests of 10, "
          f"{_usd(ceilings.s3_put_usd_per_month(50_000, 100))} in requests of 100",

@@ -9,7 +9,8 @@ Events:
   Consumers take what was published in the step before: pull loops (mean-field: how full pulls are, how many
   loops wait in a long poll holding a Lambda), push mappings (batches, concurrency), the stream's fan-out lane of
   a topic above the direct fan-out threshold (one topic's records in order: a backlog when records come faster than
-  the lane sends; records more than ``FANOUT_LAG_S`` behind count as delayed);
+  the lane sends, or hands out the slices of a topic above the slice size; records more than ``FANOUT_LAG_S``
+  behind count as delayed; the slices run in parallel, holding Lambda concurrency);
 - ``retry``: publish requests a quota refused come back after the client's backoff (1, 2, 4 ... 32 s), up to
   ``MAX_ATTEMPTS``, then count as failed;
 - ``adopt``: the messages table's on-demand capacity takes a new peak 30 minutes after it was reached;
@@ -155,7 +156,9 @@ class ClassModel:
 
     topic: TopicClass
     publish: Operation
-    fanout: Operation | None  # per record, when the stream fans out (above the direct threshold)
+    fanout: Operation | None  # the lane's part per record, when the stream fans out (above the direct threshold)
+    slices: Operation | None  # every slice of one record together (``ms``: one slice's), above the slice size
+    slice_count: int
     fanout_batch: Operation  # per fan-out invocation: the invocation and the subscriptions Query
     push: Operation
     wide: bool
@@ -189,12 +192,21 @@ class Day:
         h, subs = self.h, c.subscriptions_per_topic
         wide = subs > h.direct_fanout_max_subscriptions
         threads, inline = h.send_threads, h.inline_max_bytes
+        fanout, slices, count = None, None, 0
+        if wide and ops.slice_count(subs, h.fanout_slice_subscriptions):
+            cut = ops.fanout_sliced(c.per_request, c.message_bytes, subs, h.fanout_slice_subscriptions,
+                                    threads=threads, inline_max=inline, q=self.q)
+            fanout, slices, count = cut.lane, cut.slices, cut.count
+        elif wide:
+            fanout = ops.fanout_record(c.per_request, c.message_bytes, subs, threads=threads, inline_max=inline,
+                                       q=self.q)
         return ClassModel(
             topic=c,
             publish=ops.publish(c.per_request, c.message_bytes, subs, direct_max=h.direct_fanout_max_subscriptions,
                                 threads=threads, inline_max=inline, q=self.q),
-            fanout=ops.fanout_record(c.per_request, c.message_bytes, subs, threads=threads, inline_max=inline,
-                                     q=self.q) if wide else None,
+            fanout=fanout,
+            slices=slices,
+            slice_count=count,
             fanout_batch=ops.fanout_batch(subs),
             push=ops.push_batch(h.push_endpoint_ms),
             wide=wide,
@@ -285,6 +297,9 @@ class Day:
         for i, cm in enumerate(self.models):
             if cm.fanout is not None:
                 fan_busy[i] = min(1.0, (self.lane_backlog[i] / dt + pub[i]) * cm.fanout.ms / 1000)
+            if cm.slices is not None:  # what the lane hands out in a step runs in parallel: Little's law
+                fan_busy[i] += min(1000 / cm.fanout.ms if cm.fanout else math.inf, pub[i]) * cm.slice_count \
+                    * cm.slices.ms / 1000
         api_conc = f_api * sum(counts[i] * (pub[i] * self.models[i].publish.ms / 1000 + cons[i].api_concurrency)
                                for i in range(n))
         other_conc = sum(counts[i] * (cons[i].push_concurrency + fan_busy[i]) for i in range(n))
@@ -382,6 +397,8 @@ class Day:
         if lag > FANOUT_LAG_S:  # records wait in the lane: delayed, not refused
             self._throttle(FANOUT_LANE, cm.topic.count * self.lane_backlog[i], t, mean_s * per_record)
         hour.usage.add(cm.fanout.usage, cm.topic.count * done)
+        if cm.slices is not None:
+            hour.usage.add(cm.slices.usage, cm.topic.count * done)
         hour.usage.add(cm.fanout_batch.usage, cm.topic.count * done / per_batch)
         self.delivered[i] = done / dt * cm.topic.per_request  # the subscriptions get what the lane sent
 

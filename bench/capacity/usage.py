@@ -12,7 +12,10 @@ and the benchmark count alike:
 - push batch: the mapping's ReceiveMessage, Metro's DeleteMessageBatch, the mapping's own delete of the
   batch, the throttle GetItem (eventually consistent: half a read unit);
 - fan-out of one stream record (topics above the direct fan-out threshold): one S3 GetObject, the
-  subscriptions Query (per batch of records), the sends, the UpdateItem that marks the item fanned out.
+  subscriptions Query (per batch of records), the sends, the UpdateItem that marks the item fanned out;
+- above ``METRO_FANOUT_SLICE_SUBSCRIPTIONS`` subscriptions the record is sliced (docs/decisions/wide-fanout.md): the
+  lane writes the completion item and makes one asynchronous Invoke per slice; each slice is an invocation with
+  its own GetObject, its sends and the UpdateItem that counts it done; the last one marks the item fanned out.
 
 Prices come from bench/pricing.py (``PRICES``, ``LAMBDA_MEMORY_GB``), never copied. Lambda GB-seconds are
 concurrency x seconds x memory, so a long pull bills its whole wait (bench's duration model leaves empty waits
@@ -40,6 +43,12 @@ SQS_MS = MODEL_CALL_MS["sqs"]
 S3_GET_MS = MODEL_CALL_MS["s3"]
 S3_PUT_MS = MODEL_CALL_MS["s3:PutObject"]
 S3_BYTES_PER_MS = 100e6 / 1000  # bench's transfer model, 100 MB/s
+LAMBDA_INVOKE_MS = 15.0  # an asynchronous Invoke: Lambda queues the event and answers 202
+# The lane's own work per subscription of a sliced record (the filter, the cut, the events' JSON): 20 ms for 10,000
+# subscriptions, measured on the development machine; the records' encoding, once per batch, is about 3.5 times that.
+SLICE_LANE_MS_PER_SUBSCRIPTION = 0.002
+SLICE_ID_BYTES = 19  # a slice id in the completion item's string set (16 hex digits and the set's overhead)
+COMPLETION_ITEM_BYTES = 60  # the completion item's key and ttl
 
 
 @dataclass
@@ -199,6 +208,56 @@ def fanout_batch(subscriptions: int) -> Operation:
     usage = Usage(invocations=1, ddb_calls=pages, ddb_ru=_query_ru(subscriptions))
     usage.gb_s = _gb_s(ms)
     return Operation(usage, ms)
+
+
+def slice_count(subscriptions: int, per_slice: int) -> int:
+    """Slices of a record of a topic of ``subscriptions`` (none: the lane sends them all itself)."""
+    return 0 if per_slice <= 0 or subscriptions <= per_slice else math.ceil(subscriptions / per_slice)
+
+
+def fanout_dispatch(subscriptions: int, slices: int, threads: int = 32) -> Operation:
+    """The lane's part of a sliced record (no subscription ordering by key, so the lane sends nothing itself): its
+    own work on the subscription list, the completion item's UpdateItem, one asynchronous Invoke per slice in rounds
+    of ``threads``, and the UpdateItem that marks the log item fanned out (made by the last slice, billed here once
+    per record: two write units)."""
+    ms = subscriptions * SLICE_LANE_MS_PER_SUBSCRIPTION + DDB_MS + _rounds(slices, threads) * LAMBDA_INVOKE_MS
+    usage = Usage(ddb_calls=2, ddb_wu=write_units(COMPLETION_ITEM_BYTES + slices * SLICE_ID_BYTES) + 2)
+    usage.gb_s = _gb_s(ms)
+    return Operation(usage, ms)
+
+
+def fanout_slice(n: int, message_bytes: int, subscriptions: int, slices: int, *, threads: int = 32,
+                 inline_max: int = 40 * KIB, q: Quotas = DEFAULT_QUOTAS) -> Operation:
+    """One slice of ``subscriptions`` subscriptions of a record of a topic cut in ``slices``: its invocation, the
+    GetObject, the sends and the UpdateItem that counts it done (the completion item's size in write units)."""
+    blob = n * (message_bytes + 64)
+    calls, billed = send_calls(n, envelope_bytes(message_bytes, inline_max), q)
+    sends = calls * subscriptions
+    ms = HANDLER_COMPUTE_MS + S3_GET_MS + blob / S3_BYTES_PER_MS + _rounds(sends, threads) * SQS_MS + DDB_MS
+    usage = Usage(invocations=1, s3_get=1, ddb_calls=1,
+                  ddb_wu=write_units(COMPLETION_ITEM_BYTES + slices * SLICE_ID_BYTES), sqs_calls=sends,
+                  sqs=billed * subscriptions)
+    usage.gb_s = _gb_s(ms)
+    return Operation(usage, ms)
+
+
+@dataclass(frozen=True)
+class SlicedRecord:
+    """A sliced record: the lane's part, every slice together (``ms``: one full slice's time), their number."""
+
+    lane: Operation
+    slices: Operation
+    count: int
+
+
+def fanout_sliced(n: int, message_bytes: int, subscriptions: int, per_slice: int, *, threads: int = 32,
+                  inline_max: int = 40 * KIB, q: Quotas = DEFAULT_QUOTAS) -> SlicedRecord:
+    count = slice_count(subscriptions, per_slice)
+    full = fanout_slice(n, message_bytes, per_slice, count, threads=threads, inline_max=inline_max, q=q)
+    total = Usage()
+    for size in [per_slice] * (count - 1) + [subscriptions - per_slice * (count - 1)]:
+        total.add(fanout_slice(n, message_bytes, size, count, threads=threads, inline_max=inline_max, q=q).usage)
+    return SlicedRecord(fanout_dispatch(subscriptions, count, threads), Operation(total, full.ms), count)
 
 
 def pull(m: float, message_bytes: int, max_messages: int, *, per_request: int = 10, wait_s: float = 0.0,

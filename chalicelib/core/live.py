@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 PUBLISHED, BYTES, DELIVERED, ACKED = "published", "bytes", "delivered", "acked"
+# Messages sent to a subscription's queue in packs, and the queue messages that carried them (core/queueing/packs.py).
+PACKED, PACKS = "packed", "packs"
 # Which counter drives a resource's rate: messages published to a topic, acknowledged on a subscription.
 RATE_OF = {"topic": PUBLISHED, "subscription": ACKED}
 
@@ -61,6 +63,13 @@ def metric(name: str, resource_type: str, resource_name: str, value: float, time
 def unknown(name: str, resource_type: str, resource_name: str) -> dict[str, Any]:
     """A metric with no point: the figure is not available now."""
     return {**metric(name, resource_type, resource_name, 0, ""), "timeseries": []}
+
+
+def per_queue_message(stored: Mapping[str, Any]) -> float:
+    """Messages per queue message of a subscription: 1 without packs, else what its packs carried on average
+    (so SQS's counts of queue messages estimate its messages)."""
+    packs = float(stored.get(PACKS, 0) or 0)
+    return float(stored.get(PACKED, 0) or 0) / packs if packs > 0 else 1.0
 
 
 def rate(stored: Mapping[str, Any]) -> float:

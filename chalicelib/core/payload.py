@@ -1,4 +1,5 @@
-"""The raw publish object: one S3 object per publish request (a contract with spark_emr/).
+"""The raw publish bytes of one publish request: an S3 object, or a small request's log item (a contract with
+spark_emr/).
 
 Layout (version 1), documented in docs/storage.md:
 
@@ -93,8 +94,13 @@ def decode(blob: bytes) -> tuple[Header, list[StoredMessage]]:
     return header, messages
 
 
-def raw_key(topic: str, request_id: str, publish_time_iso: str) -> str:
-    """S3 key of a raw object: ``raw/{project}/{topic-id}/{YYYY}/{MM}/{DD}/{HH}/{request_id}.mpub``.
+RAW_SUFFIX = ".mpub"  # the bytes are an S3 object of that key
+INLINE_SUFFIX = ".inline"  # the bytes are in the log item (no S3 object has that key)
+
+
+def raw_key(topic: str, request_id: str, publish_time_iso: str, inline: bool = False) -> str:
+    """Key of a publish request: ``raw/{project}/{topic-id}/{YYYY}/{MM}/{DD}/{HH}/{request_id}.mpub``,
+    or ``.inline`` for a request whose bytes live in its log item only.
 
     ``publish_time_iso`` is RFC 3339 UTC (``2026-11-22T04:59:06.136000Z``); keys of one topic and
     hour share a prefix, which is what compaction lists and archives.
@@ -102,4 +108,11 @@ def raw_key(topic: str, request_id: str, publish_time_iso: str) -> str:
     _, project, _, topic_id = topic.split("/", 3)
     date, clock = publish_time_iso.split("T")
     yyyy, mm, dd = date.split("-")
-    return f"raw/{project}/{topic_id}/{yyyy}/{mm}/{dd}/{clock[:2]}/{request_id}.mpub"
+    suffix = INLINE_SUFFIX if inline else RAW_SUFFIX
+    return f"raw/{project}/{topic_id}/{yyyy}/{mm}/{dd}/{clock[:2]}/{request_id}{suffix}"
+
+
+def fits_log_item(blob: bytes, messages: list[StoredMessage], log_max: int, queue_inline_max: int) -> bool:
+    """Whether a request's bytes may live in its log item: at most ``log_max`` bytes, and every body small
+    enough to travel inline in the queue message (nothing may ever point into an S3 object it lacks)."""
+    return len(blob) <= log_max and all(len(m.data) <= queue_inline_max for m in messages)

@@ -47,3 +47,10 @@ class LogEntry:
     publish_time: str
     expires: int
     fanned: bool = False  # publish already enqueued the messages for every subscription
+    shard: int = 0  # the log partition of the topic that holds the item (store/log.py: 0 for ordered requests)
+    # The raw bytes (core/payload.py) when the log item holds them, with no S3 object behind ``key``.
+    inline: bytes | None = None
+
+    @property
+    def logged_inline(self) -> bool:
+        return self.inline is not None

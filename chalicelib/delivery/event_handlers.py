@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from chalicelib.core.fanout_slices import is_slice_event
 from chalicelib.delivery.fanout import FanOut
 from chalicelib.delivery.maintenance import (
     catch_up_fanout,
@@ -37,8 +38,12 @@ def dead_letter_sweep(event: dict[str, Any] | None = None, context: Any = None) 
         return {"deadLettered": sweep_dead_letters(services().ctx)}
 
 
+# A batch of the messages table's stream, or one slice of a wide topic's fan-out (an asynchronous invocation by
+# the function itself, or the local trigger pump)
 def fanout(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     with acting_as("fanout"):
+        if is_slice_event(event):
+            return FanOut(services().ctx).run_slice(event)
         return FanOut(services().ctx).handle(event, context)
 
 

@@ -10,6 +10,13 @@ received the messages during publish gets them again: at-least-once, never lost.
 A record fails (and Lambda hands it back) only while some send still fails after the queue store's own
 retries, which resend just the entries that failed; a message SQS refuses as invalid is logged and
 counted by enqueue and never holds the shard.
+
+A topic wider than METRO_FANOUT_SLICE_SUBSCRIPTIONS is spread (core/fanout_slices.py,
+docs/decisions/wide-fanout.md): the lane sends to the subscriptions that order by key itself, records the
+other subscriptions' slices as pending and invokes the fan-out function once per slice, asynchronously. Each
+slice sends, then counts itself done; the slice that finishes last marks the log item fanned. A slice that
+fails is retried alone (Lambda retries an asynchronous invocation twice); one that never succeeds leaves the
+item unfanned, and the maintenance catch-up fans the request out again in full.
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ from typing import Any
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
 
-from chalicelib.core import payload
+from chalicelib.core import fanout_slices, payload
 from chalicelib.core.errors import MetroError, Unavailable
 from chalicelib.core.records import LogEntry, SubscriptionRecord
 from chalicelib.service.context import Context
@@ -33,12 +40,20 @@ log = logging.getLogger(__name__)
 class FanOut:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
+        # slice events' subscription records, encoded once per invocation (the batch's records share their list)
+        self._encoded: dict[int, tuple[SubscriptionRecord, tuple[fanout_slices.Record, int]]] = {}
+
+    def _encode(self, rec: SubscriptionRecord) -> tuple[fanout_slices.Record, int]:
+        found = self._encoded.get(id(rec))
+        if found is None:
+            found = self._encoded[id(rec)] = (rec, fanout_slices.encoded(rec))  # held: its id is not reused
+        return found[1]
 
     def deliver(self, entry: LogEntry, subs: list[SubscriptionRecord]) -> int:
         """Enqueue one publish request's messages for the given subscriptions; returns messages sent."""
         if not any(wants(s, entry) for s in subs):
             return 0
-        blob = self.ctx.log.read_object(entry.key)
+        blob = self.ctx.log.read_blob(entry)
         if blob is None:
             log.error("raw object %s is missing; its messages cannot be fanned out", entry.key)
             return 0
@@ -47,6 +62,31 @@ class FanOut:
         if failed:
             raise Unavailable(f"messages of {entry.request_id} were not enqueued for {', '.join(failed)}")
         return sent
+
+    def fan_out(self, entry: LogEntry, subs: list[SubscriptionRecord]) -> None:
+        """The stream's fan-out of one publish request: all of it here, or its slices handed out."""
+        wanting = [s for s in subs if wants(s, entry)]
+        plan = fanout_slices.split(wanting, self.ctx.config.fanout_slice_subscriptions, encode=self._encode)
+        if not plan.slices:
+            self.deliver(entry, wanting)
+            self.ctx.log.mark_fanned(entry)
+            return
+        self.deliver(entry, plan.in_lane)  # before the slices: a failure here hands them out only once
+        self.ctx.slices.expect(entry.request_id, [cut.id for cut in plan.slices], entry.expires)
+        self.ctx.slices.invoke(self.ctx.config.fanout_function,
+                               [fanout_slices.slice_event(entry, cut) for cut in plan.slices])
+        log.info("fan-out of %s: %d subscriptions in %d slices, %d ordered in the lane", entry.request_id,
+                 len(wanting) - len(plan.in_lane), len(plan.slices), len(plan.in_lane))
+
+    def run_slice(self, event: dict[str, Any]) -> dict[str, Any]:
+        """One slice (an asynchronous invocation): its sends, then its completion. A failed send raises, so that
+        Lambda retries this slice alone."""
+        job = fanout_slices.parse_slice_event(event)
+        sent = self.deliver(job.entry, job.subs)
+        last = self.ctx.slices.finish(job.entry.request_id, job.id)
+        if last:
+            self.ctx.log.mark_fanned(job.entry)
+        return {"slice": job.id, "sent": sent, "last": last}
 
     def catch_up(self, published_before: float, limit: int, budget_seconds: float) -> int:
         """Fan out again what is still marked unfanned long after its publish: records the stream handler never
@@ -85,8 +125,7 @@ class FanOut:
                 return
             if entry.topic not in cache:
                 cache[entry.topic], _ = self.ctx.resources.topic_subscriptions(entry.topic)
-            self.deliver(entry, cache[entry.topic])
-            self.ctx.log.mark_fanned(entry)
+            self.fan_out(entry, cache[entry.topic])
 
         processor = BatchProcessor(event_type=EventType.DynamoDBStreams, raise_on_entire_batch_failure=False)
         return dict(process_partial_response(event=event, record_handler=record_handler, processor=processor,

@@ -33,7 +33,8 @@ from chalicelib.observability import catalog, metrics
 from chalicelib.service.ams import push_ready
 from chalicelib.service.context import Context
 from chalicelib.service.deadletter import DeadLetters, parked_seconds
-from chalicelib.service.delivery import Delivery, Steps, SubscriptionCache, decode
+from chalicelib.service.delivery import Delivery, Steps, SubscriptionCache, decode_received
+from chalicelib.service.packs import Packs
 from chalicelib.service.publish import PublishService
 from chalicelib.service.push_config import endpoint_allowed, push_token
 from chalicelib.store.push_state import queue_key, queue_name_of
@@ -51,6 +52,7 @@ class PushDelivery:
                  workers: int = 32, monotonic: Clock = time.monotonic) -> None:
         self.ctx = ctx
         self.steps = Steps(ctx)
+        self.packs = Packs(ctx)
         self.dead_letters = DeadLetters(ctx, PublishService(ctx).append)
         self.subscriptions = SubscriptionCache(ctx, CACHE_TTL, monotonic)
         self.monotonic = monotonic
@@ -90,15 +92,20 @@ class PushDelivery:
     def _queue_batch(self, arn: str, records: list[dict[str, Any]], context: Any) -> dict[str, Outcome]:
         rec = self.subscription(arn)
         ordered = arn.endswith(".fifo")
-        deliveries = [_delivery(r, ordered) for r in records]
+        deliveries = [d for r in records for d in _deliveries(r, ordered)]
         if rec is None or queue_name_of(rec.queue_url) != queue_name_of(arn):
             log.info("queue %s belongs to no subscription now; %d message(s) left", arn, len(deliveries))
             return {d.key: Outcome(False) for d in deliveries}  # visible again after their visibility timeout
         self.steps.count_attempts(rec, deliveries)
         if not rec.spec.is_push or rec.spec.detached:  # switched to pull: hand them to pullers at once
             self.steps.skipped(rec, deliveries)
-            self.ctx.queues.change_visibility_batch(rec.queue_url, [(d.receipt, 0) for d in deliveries])
+            self.ctx.queues.change_visibility_batch(rec.queue_url,
+                                                    [(r, 0) for r in dict.fromkeys(d.receipt for d in deliveries)])
             return {d.key: Outcome(False) for d in deliveries}
+        exploded = self._explode(rec, deliveries)
+        deliveries = [d for d in deliveries if not d.pack]
+        if not deliveries:
+            return exploded
         self.steps.fetch_bodies(deliveries)
         throttle = PushThrottle(self.ctx.push.load_throttle(rec.name))
         before = ThrottleState(**throttle.state.to_dict())
@@ -119,7 +126,15 @@ class PushDelivery:
                 self.steps.activity.mark(rec.name)
         except Exception:
             log.exception("push bookkeeping for %s failed", rec.name)
-        return batch.results
+        return {**exploded, **batch.results}
+
+    def _explode(self, rec: SubscriptionRecord, deliveries: list[Delivery]) -> dict[str, Outcome]:
+        """Packs (sent while the subscription pulled) go back to the queue one message per queue message, and
+        their records count as done (the packs are deleted)."""
+        packed = [d for d in deliveries if d.pack]
+        if packed:
+            self.packs.explode(rec, self.packs.open(rec, packed))
+        return {d.pack: ACKED for d in packed}
 
     def _timeout(self, rec: SubscriptionRecord, context: Any) -> float:
         """Every push of the batch ends by this many seconds after the batch started."""
@@ -212,13 +227,14 @@ class PushDelivery:
             self.ctx.queues.change_visibility_batch(batch.rec.queue_url, later)
 
 
-def _delivery(record: dict[str, Any], ordered: bool) -> Delivery:
-    """One record of the Lambda event; its lane is its message group when ordered, else its own."""
+def _deliveries(record: dict[str, Any], ordered: bool) -> list[Delivery]:
+    """The message of one record of the Lambda event (or the messages of a pack); its lane is its message group
+    when ordered, else its own."""
     attrs = record.get("attributes") or {}
     sqs_id = str(record["messageId"])
     group = str(attrs.get("MessageGroupId", "")) if ordered else ""
-    return decode(record.get("body", ""), str(record["receiptHandle"]), int(attrs.get("ApproximateReceiveCount", "1")),
-                  sqs_id, group or sqs_id)
+    return decode_received(record.get("body", ""), str(record["receiptHandle"]),
+                           int(attrs.get("ApproximateReceiveCount", "1")), sqs_id, sqs_id, group or sqs_id)
 
 
 class PushNotAcked(Exception):

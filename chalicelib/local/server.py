@@ -148,7 +148,7 @@ class Stack:
         self.schedule = Schedule(handlers.maintenance, self.local.maintenance_interval)
         self.sweep = Schedule(handlers.dead_letter_sweep, self.local.dead_letter_sweep_interval, "dead-letter-sweep")
         self.invocations = InvokePump(lambda: runtime.services().ctx.invoker.pending,
-                                      {"seek_worker": handlers.seek_worker})
+                                      {"seek_worker": handlers.seek_worker, "fanout": handlers.fanout})
         from app import app  # imported late: the app reads configuration when first used
 
         # As `chalice local` does: make current_request thread-local, since requests run concurrently.

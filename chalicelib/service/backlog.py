@@ -4,7 +4,9 @@ Every waiting message is received (ten per ReceiveMessage) and held hidden until
 back the ones that stay (one ChangeMessageVisibilityBatch per ten); a held message is not received twice,
 so the scan ends. These receives are not delivery attempts: they are recorded as skipped receives for the
 subscriptions that count attempts (service/delivery.Attempts). Messages a subscriber holds (leased,
-not yet acknowledged) are not visible and are not part of the result.
+not yet acknowledged) are not visible and are not part of the result. A pack (core/queueing/packs.py) is
+exploded when it is met: its open messages go back to the queue one per queue message, and the scan
+receives them like the others.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ from collections.abc import Sequence
 from chalicelib.core.queueing import envelope
 from chalicelib.core.records import SubscriptionRecord
 from chalicelib.service.context import Context
-from chalicelib.service.delivery import Attempts
+from chalicelib.service.delivery import Attempts, decode_received
+from chalicelib.service.packs import Packs
 from chalicelib.store.queues import Received
 
 HOLD_SECONDS = 300  # how long held messages stay hidden if the caller fails before releasing them
@@ -26,8 +29,13 @@ def hold_backlog(ctx: Context, rec: SubscriptionRecord) -> list[Held]:
     """Receive and hold every waiting message of the subscription's queue, with its envelope (None if
     the body is not one)."""
     held: list[Held] = []
+    packs = Packs(ctx)
     for batch in ctx.queues.drain(rec.queue_url, HOLD_SECONDS):
-        held.extend((r, _envelope(r.body)) for r in batch)
+        opened = [(r, decode_received(r.body, r.receipt, r.receive_count, r.message_id)) for r in batch]
+        packed = [d for _, ds in opened for d in ds if d.pack]
+        if packed:
+            packs.explode(rec, packs.open(rec, packed))
+        held.extend((r, ds[0].env) for r, ds in opened if not ds[0].pack)
     return held
 
 
@@ -42,9 +50,3 @@ def release(ctx: Context, rec: SubscriptionRecord, keep: Sequence[Received], hel
     attempts.skipped(rec, {mid: skips.get(mid, 0) for mid, _ in counted})
     ctx.queues.change_visibility_batch(rec.queue_url, [(r.receipt, 0) for r in keep])
 
-
-def _envelope(body: str) -> envelope.Envelope | None:
-    try:
-        return envelope.decode(body)
-    except (ValueError, KeyError, TypeError):
-        return None

@@ -17,6 +17,7 @@ from chalicelib.core.ids import IdSource
 from chalicelib.core.queueing.ackids import AckIdCodec
 from chalicelib.store.counters import CounterStore
 from chalicelib.store.deadletter import LastAttemptStore
+from chalicelib.store.fanout_slices import SliceStore
 from chalicelib.store.health import StoreProbes
 from chalicelib.store.history import TopicHistory
 from chalicelib.store.identity import IdentityStore
@@ -25,6 +26,7 @@ from chalicelib.store.leases import ExactLeases, SkipStore
 from chalicelib.store.log import MessageLog
 from chalicelib.store.log_bounds import LogBounds
 from chalicelib.store.mappings import MappingStore
+from chalicelib.store.pack_states import PackStates
 from chalicelib.store.push_state import PushStore
 from chalicelib.store.queue_age import QueueAge
 from chalicelib.store.queues import QueueStore
@@ -47,6 +49,7 @@ class Context:
     queues: QueueStore
     exact: ExactLeases
     skips: SkipStore
+    packs: PackStates
     push: PushStore
     mappings: MappingStore
     usage: UsageStore
@@ -59,6 +62,7 @@ class Context:
     schemas: SchemaStore
     last_attempts: LastAttemptStore
     seek_jobs: SeekJobStore
+    slices: SliceStore
     invoker: AsyncInvoker
     resolver: EndpointResolver
     probes: StoreProbes
@@ -72,13 +76,14 @@ class Context:
 
     @classmethod
     def from_config(cls, config: Config, clock: Clock = time.time, ids: IdSource | None = None) -> Context:
-        log, workers = MessageLog(config), Workers()
+        log, workers, invoker = MessageLog(config), Workers(), AsyncInvoker(config)
         return cls(config=config, resources=ResourceStore(config, workers), log=log,
                    queues=QueueStore(config, workers), exact=ExactLeases(config, workers), skips=SkipStore(config),
+                   packs=PackStates(config),
                    push=PushStore(config), mappings=MappingStore(config), usage=UsageStore(config),
                    identity=IdentityStore(config), history=TopicHistory(config, log, workers),
                    snapshots=SnapshotStore(config), bounds=LogBounds(config), schemas=SchemaStore(config),
                    counters=CounterStore(config), queue_age=QueueAge(config), seek_jobs=SeekJobStore(config),
-                   invoker=AsyncInvoker(config), last_attempts=LastAttemptStore(config),
+                   invoker=invoker, slices=SliceStore(config, invoker, workers), last_attempts=LastAttemptStore(config),
                    resolver=EndpointResolver(config, workers), probes=StoreProbes(config), workers=workers,
                    clock=clock, ids=ids or IdSource())

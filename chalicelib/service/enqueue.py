@@ -7,21 +7,24 @@ by the size SQS counts for its whole queue body (attributes, ordering key and es
 core/queueing/sqs_limits.py), not by its data alone. Every SendMessageBatch of every subscription runs
 concurrently. A message SQS refuses as invalid (never expected: bodies are escaped and ids made valid)
 is logged and counted in the ``FanOutMessagesRefused`` metric instead of stalling every later request.
+A plain pull subscription gets the request's messages in packs (core/queueing/packs.py): several envelopes
+in one queue message, up to 64 KiB, when a request brings it more than ten messages.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
-from chalicelib.core import ids, payload
-from chalicelib.core.queueing import envelope, sqs_limits
+from chalicelib.core import ids, live, names, payload
+from chalicelib.core.queueing import envelope, packs, sqs_batches, sqs_limits
 from chalicelib.core.queueing.filters import Filter, parse_filter
 from chalicelib.core.records import LogEntry, SubscriptionRecord
 from chalicelib.service.context import Context
-from chalicelib.store.queues import Outgoing
+from chalicelib.store.queues import Outgoing, SendResult
 
 log = logging.getLogger(__name__)
 METRIC_NAMESPACE = "Metro"  # the namespace of every Metro metric
@@ -65,28 +68,69 @@ def queue_body(entry: LogEntry, msg: payload.StoredMessage, offset: int, inline_
                                              s3_key=entry.key, offset=offset, length=len(msg.data)))
 
 
+def in_packs(out: list[Outgoing], max_members: int) -> tuple[list[Outgoing], list[list[int]]]:
+    """Consecutive unordered queue bodies joined into packs; returns the queue messages and which of ``out``
+    each one carries."""
+    plan = packs.groups(sqs_batches.body_sizes(out), max_members)
+    return ([out[g[0]] if len(g) == 1 else Outgoing("[" + ",".join(out[i].body for i in g) + "]") for g in plan],
+            plan)
+
+
+@dataclasses.dataclass
+class _Job:
+    sub: SubscriptionRecord
+    messages: list[Outgoing]  # one per Pub/Sub message
+    queued: list[Outgoing]  # what goes to the queue: the messages, or packs of them
+    carried: list[list[int]]  # per queued message, the indexes of the messages it carries
+
+
 def enqueue(ctx: Context, entry: LogEntry, header: payload.Header, messages: list[payload.StoredMessage],
             subs: list[SubscriptionRecord]) -> tuple[int, list[str]]:
     """Send the request's messages to every subscription that wants them.
 
     Returns (messages sent, names of the subscriptions where some message was not enqueued).
     """
-    jobs: list[tuple[str, list[Outgoing]]] = []
-    names: list[str] = []
+    jobs: list[_Job] = []
     for sub in subs:
         if not wants(sub, entry):
             continue
         out = [to_outgoing(sub, entry, m, e.offset, ctx.config.inline_max_bytes)
                for m, e in zip(messages, header.entries) if wants(sub, entry, m.attributes)]
-        if out:
-            jobs.append((sub.queue_url, out))
-            names.append(sub.name)
-    results = ctx.queues.send_all(jobs)
-    for name, result in zip(names, results):
+        if not out:
+            continue
+        if ctx.config.pack_max_messages > 1 and packs.worth_packing(sub, len(out)):
+            jobs.append(_Job(sub, out, *in_packs(out, ctx.config.pack_max_messages)))
+        else:
+            jobs.append(_Job(sub, out, out, [[i] for i in range(len(out))]))
+    results = ctx.queues.send_all([(job.sub.queue_url, job.queued) for job in jobs])
+    _unpack_refused(ctx, jobs, results)
+    sent, failed = 0, []
+    for job, result in zip(jobs, results):
         if result.dropped:
-            _count_refused(entry, name, len(result.dropped))
-    sent = sum(len(out) - len(r.failed) - len(r.dropped) for (_, out), r in zip(jobs, results))
-    return sent, [names[i] for i, r in enumerate(results) if r.failed]
+            _count_refused(entry, job.sub.name, len(result.dropped))
+        sent += len(job.messages) - len(result.failed) - len(result.dropped)
+        if result.failed:
+            failed.append(job.sub.name)
+        if packs.packable(job.sub):  # how many messages its queue messages carry (service/live_usage.py)
+            count_queued(ctx, job.sub, len(job.messages), len(job.queued))
+    return sent, failed
+
+
+def count_queued(ctx: Context, sub: SubscriptionRecord, messages: int, queued: int) -> None:
+    """Count ``messages`` sent to a packable subscription in ``queued`` queue messages."""
+    ctx.counters.add(names.parse(sub.name, "subscriptions"), {live.PACKED: messages, live.PACKS: queued}, ctx.clock())
+
+
+def _unpack_refused(ctx: Context, jobs: list[_Job], results: list[SendResult]) -> None:
+    """A pack SQS refused is sent again one message per queue message, so that only the message SQS refuses
+    is lost to it; ``results`` then count messages, not queue messages."""
+    for job, result in zip(jobs, results):
+        if job.queued is job.messages:
+            continue
+        alone = [i for q in result.dropped for i in job.carried[q]]
+        retried = ctx.queues.send(job.sub.queue_url, [job.messages[i] for i in alone]) if alone else SendResult()
+        result.failed[:] = [i for q in result.failed for i in job.carried[q]] + [alone[i] for i in retried.failed]
+        result.dropped[:] = [alone[i] for i in retried.dropped]
 
 
 def _count_refused(entry: LogEntry, subscription: str, count: int) -> None:

@@ -3,9 +3,10 @@ subscription, its queue's counts read now, and a project's totals and members.""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from chalicelib.core import live, usage
+from chalicelib.core import live, names, usage
 from chalicelib.core.names import Name
 from chalicelib.core.records import SubscriptionRecord
 from chalicelib.service.context import Context
@@ -24,10 +25,23 @@ def topic_metrics(ctx: Context, name: Name) -> list[Metric]:
             live.metric("topic.publishing_rate", "topic", name.id, live.rate(stored), ts)]
 
 
+def message_counts(ctx: Context, rec: SubscriptionRecord, stored: Mapping[str, Any] | None = None) -> tuple[int, int]:
+    """(waiting, in flight) messages of a subscription: SQS's counts of queue messages, times the messages its
+    packs carried on average (an estimate once packs are involved; core/queueing/packs.py)."""
+    if not rec.queue_url:
+        return 0, 0
+    if stored is None:
+        stored = ctx.counters.read(names.parse(rec.name, "subscriptions"), unflushed=True)
+    scale = live.per_queue_message(stored)
+    waiting, inflight = ctx.queues.counts(rec.queue_url)
+    return round(waiting * scale), round(inflight * scale)
+
+
 def subscription_metrics(ctx: Context, name: Name, rec: SubscriptionRecord) -> list[Metric]:
-    """Three reads: the counters item, the queue's attributes and its CloudWatch age."""
+    """Four reads: the counters item (twice: flushed, and with this process's tally for the pack estimate), the
+    queue's attributes and its CloudWatch age."""
     stored, ts = ctx.counters.read(name), _now(ctx)
-    waiting, inflight = ctx.queues.counts(rec.queue_url) if rec.queue_url else (0, 0)
+    waiting, inflight = message_counts(ctx, rec)
     sub, age_name = "subscription", "subscription.oldest_unacked_message_age"
     age = ctx.queue_age.oldest_seconds(rec.queue_url, ctx.clock()) if rec.queue_url else None
     oldest = live.unknown(age_name, sub, name.id) if age is None else live.metric(age_name, sub, name.id, age, ts)

@@ -12,6 +12,7 @@ from chalicelib.core.wire.models import Subscription
 from chalicelib.core.wire.requests import UpdateSubscriptionRequest
 from chalicelib.service.admin import AdminService
 from chalicelib.service.context import Context
+from chalicelib.service.live_usage import message_counts
 from chalicelib.service.seek import SeekService
 
 
@@ -46,6 +47,6 @@ class OffsetService:
         now = self.ctx.clock()
         floor_ms = int(earliest_retained(rec.spec, topic.spec if topic else None, rec.created, now) * 1000)
         newest = self.ctx.bounds.newest(rec.spec.topic) if rec.attached else None
-        waiting = self.ctx.queues.backlog(rec.queue_url) if count_waiting and rec.queue_url else 0
+        waiting = sum(message_counts(self.ctx, rec)) if count_waiting else 0
         return offsets(floor_ms, ids.publish_ms(newest) if newest else None, rec.spec.ams_offset_ms,
                        int(rec.created * 1000), waiting)

@@ -1,13 +1,18 @@
-"""Publish: validate, store the request as one S3 object, enqueue it, then log one metadata item.
+"""Publish: validate, store the request's bytes, enqueue it, then log one item.
+
+A small request (its raw bytes at most METRO_LOG_INLINE_MAX_BYTES, a quarter of that when the stream
+fans it out, and every body small enough to travel inline in the queue message) keeps its bytes in the
+log item and has no S3 object: the log item's PutItem is its one durable write. Any other request is
+stored as one S3 object first.
 
 Direct fan-out (the default, for topics of up to METRO_DIRECT_FANOUT_MAX_SUBSCRIPTIONS
-subscriptions): the S3 PutObject and the consistent Query for the topic's
-subscriptions run concurrently, then every subscription queue gets its messages (all batches at
-once), then the log item is written marked ``fanned``. When an enqueue fails, the item is written
+subscriptions): the S3 PutObject (if any) and the consistent Query for the topic's subscriptions run
+concurrently, then every subscription queue gets its messages (all batches at once), then the log item
+is written marked ``fanned``. When an enqueue fails, the item is written
 unmarked and the stream's fan-out handler delivers the request (duplicates, never a loss). With
 direct fan-out off, publish only stores and logs, and the stream does all fan-out.
 
-The publish is acknowledged only after the object and the log item are stored. A crash before
+The publish is acknowledged only after the object (if any) and the log item are stored. A crash before
 the log item is written leaves an object no log item points at, and possibly messages already
 enqueued: an unacknowledged publish the client retries (at-least-once), never a lost one.
 """
@@ -20,6 +25,7 @@ from collections.abc import Sequence
 
 from chalicelib.core import ids, limits, live, payload
 from chalicelib.core.errors import MetroError
+from chalicelib.core.log_keys import log_shard
 from chalicelib.core.names import Name
 from chalicelib.core.records import LogEntry
 from chalicelib.core.timefmt import format_timestamp_us, parse_duration
@@ -32,6 +38,8 @@ from chalicelib.service.enqueue import enqueue
 from chalicelib.service.schema_topics import TopicSchemas
 
 log = logging.getLogger(__name__)
+
+STREAM_ITEM_WRITES = 4  # writes of a log item the stream fans out: put, index put, fanned mark, index removal
 
 
 class PublishService:
@@ -70,31 +78,53 @@ class PublishService:
             size=len(blob) - body_start,
             publish_time=publish_time,
             expires=int(now + keep),
+            shard=log_shard(request_id, any(m.ordering_key for m in stored)),
         )
         if not self.ctx.config.direct_fanout:
-            self.ctx.log.append(entry, blob)
+            self.ctx.log.append(self._placed(entry, blob, stored, streamed=True), blob)
         else:
             self._store_and_fan_out(entry, blob, body_start, stored)
         counts = {live.PUBLISHED: len(stored), live.BYTES: sum(len(m.data) for m in messages)}
         self.ctx.counters.add(topic, counts, now)
         return [m.message_id for m in stored]
 
+    def _placed(self, entry: LogEntry, blob: bytes, stored: list[payload.StoredMessage], streamed: bool) -> LogEntry:
+        """``entry`` logged with its bytes in the item when they are small enough, else as it is (an S3 object).
+        The stream's fan-out writes an item four times over (put, unfanned index, mark, index removal), so a
+        request left to it is kept in its item only up to a quarter of the limit
+        (docs/decisions/log-inline-bodies.md)."""
+        limit = self.ctx.config.log_inline_max_bytes // (STREAM_ITEM_WRITES if streamed else 1)
+        if not payload.fits_log_item(blob, stored, limit, self.ctx.config.inline_max_bytes):
+            return entry
+        key = payload.raw_key(entry.topic, entry.request_id, entry.publish_time, inline=True)
+        return dataclasses.replace(entry, key=key, inline=blob)
+
     def _store_and_fan_out(self, entry: LogEntry, blob: bytes, body_start: int,
                            stored: list[payload.StoredMessage]) -> None:
         subs = self.ctx.resources.start_topic_subscriptions(entry.topic)
-        self.ctx.log.put_object(entry, blob)
+        placed = self._placed(entry, blob, stored, streamed=False)
+        self.ctx.log.put_object(placed, blob)  # nothing for a request its log item holds
         fanned = False
         try:
             live = subs.result()
             if len(live) > self.ctx.config.direct_fanout_max_subscriptions:
                 # A wide topic would hold the publisher for many send rounds: the stream fans it out.
-                self.ctx.log.put_entry(entry)
+                self._log_for_stream(entry, placed, blob, stored)
                 return
             header = payload.decode_header(blob[:body_start])
-            _, failed = enqueue(self.ctx, entry, header, stored, live)
+            _, failed = enqueue(self.ctx, placed, header, stored, live)
             fanned = not failed
             if failed:
                 log.warning("publish %s: enqueue failed for %s; the stream fans it out", entry.request_id, failed)
         except MetroError as exc:
             log.warning("publish %s: direct fan-out failed (%s); the stream fans it out", entry.request_id, exc)
-        self.ctx.log.put_entry(dataclasses.replace(entry, fanned=fanned))
+        self.ctx.log.put_entry(dataclasses.replace(placed, fanned=fanned))
+
+    def _log_for_stream(self, entry: LogEntry, placed: LogEntry, blob: bytes,
+                        stored: list[payload.StoredMessage]) -> None:
+        """Log a request the stream fans out: one ``placed`` in its item for direct fan-out but too large for the
+        stream's limit gets its S3 object now."""
+        streamed = self._placed(entry, blob, stored, streamed=True)
+        if placed.logged_inline and not streamed.logged_inline:
+            self.ctx.log.put_object(streamed, blob)
+        self.ctx.log.put_entry(streamed)

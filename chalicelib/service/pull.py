@@ -1,15 +1,20 @@
 """Pull, acknowledge and modifyAckDeadline over the subscription's SQS queue.
 
 pull    : ReceiveMessage (long poll for the first batch, then short polls while batches come back full),
-          then the shared delivery steps (service/delivery.py): attempts, dead-letter, the exactly-once
-          claim, bodies (inline, or one S3 range GET per raw object, or the Parquet archive).
-ack     : [exactly-once: one conditional update per message] -> DeleteMessageBatch.
-modack  : [exactly-once: one conditional update per message] -> ChangeMessageVisibilityBatch (0 = nack).
+          packs opened into their messages (service/packs.py), then the shared delivery steps
+          (service/delivery.py): attempts, dead-letter, the exactly-once claim, bodies (inline, or one S3
+          range GET per raw object, or the Parquet archive).
+ack     : [exactly-once: one conditional update per message] -> [a pack's partial settling: one update per
+          pack] -> DeleteMessageBatch.
+modack  : [exactly-once: one conditional update per message] -> [as ack, for nacks] ->
+          ChangeMessageVisibilityBatch (0 = nack).
 """
 
 from __future__ import annotations
 
+import math
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 
 from chalicelib.core import limits, live
@@ -17,6 +22,7 @@ from chalicelib.core.errors import FailedPrecondition, InvalidArgument
 from chalicelib.core.names import Name
 from chalicelib.core.queueing.ackids import AckId
 from chalicelib.core.queueing.deadletter import reports_attempts
+from chalicelib.core.queueing.packs import packable
 from chalicelib.core.queueing.retry import expiry_visibility, nack_delay, redelivery_visibility
 from chalicelib.core.records import SubscriptionRecord
 from chalicelib.core.timefmt import format_timestamp, parse_timestamp
@@ -25,7 +31,8 @@ from chalicelib.core.wire.responses import Empty, PullResponse, ReceivedMessage
 from chalicelib.observability import catalog, metrics
 from chalicelib.service.context import Context
 from chalicelib.service.deadletter import DeadLetters, LastAttempts, parked_seconds
-from chalicelib.service.delivery import Delivery, Steps, decode
+from chalicelib.service.delivery import Delivery, Steps, decode_received
+from chalicelib.service.packs import Packs
 from chalicelib.service.publish import PublishService
 from chalicelib.store.leases import exact_key
 
@@ -39,6 +46,7 @@ class PullService:
         self.steps = Steps(ctx)
         self.dead_letters = DeadLetters(ctx, PublishService(ctx).append)
         self.last_attempts = LastAttempts(ctx, self.steps, self.dead_letters)
+        self.packs = Packs(ctx)
         self.monotonic = monotonic
         self.sleep = sleep
 
@@ -75,12 +83,15 @@ class PullService:
             self.ctx.queues.change_visibility_batch(rec.queue_url, list(later.items()))
         self._require_bodies(deliveries)
         self.ctx.counters.add(name, {live.DELIVERED: len(deliveries)}, self.ctx.clock())
-        return PullResponse(tuple(self._received(name, rec, lease_id, d) for d in deliveries))
+        handed = Counter(d.pack for d in deliveries if d.pack)
+        return PullResponse(tuple(self._received(name, rec, lease_id, d, handed[d.pack]) for d in deliveries))
 
-    def _received(self, name: Name, rec: SubscriptionRecord, lease_id: str, d: Delivery) -> ReceivedMessage:
+    def _received(self, name: Name, rec: SubscriptionRecord, lease_id: str, d: Delivery,
+                  handed: int) -> ReceivedMessage:
         env = d.env
         assert env is not None and d.data is not None
-        ack = self.ctx.ack_ids.encode(AckId(name.path, lease_id, env.message_id, d.receipt, rec.queue_gen, d.attempt))
+        ack = self.ctx.ack_ids.encode(AckId(name.path, lease_id, env.message_id, d.receipt, rec.queue_gen, d.attempt,
+                                            d.pack, d.index, d.pack_size, max(1, handed)))
         return ReceivedMessage(ack, env.message_id, format_timestamp(parse_timestamp(env.publish_time, "publish_time")),
                                d.data, env.attributes, env.ordering_key,
                                d.attempt if reports_attempts(rec) else None)
@@ -135,32 +146,50 @@ class PullService:
         """Long-poll for a first batch, then keep receiving until maxMessages or an empty receive (a publish
         request lands in the queue over a few concurrent sends, and a fuller pull saves a whole pull and
         ack request); after an empty receive, keep polling until the linger (METRO_PULL_LINGER_MS, default
-        0) since the first message has passed. Each body is decoded once, here. Cost decision:
-        docs/decisions/cost-model.md."""
+        0) since the first message has passed. Each body is decoded once, here; packs are opened into their
+        messages, and a receive asks for as many queue messages as the packs seen so far say will fill the
+        pull. Cost decision: docs/decisions/cost-model.md."""
         got: list[Delivery] = []
-        size = 0
+        size, queued, opened = 0, 0, 0
         linger_until = 0.0
         while len(got) < max_messages:
-            want = min(10, max_messages - len(got))
-            batch = [decode(r.body, r.receipt, r.receive_count)
-                     for r in self.ctx.queues.receive(rec.queue_url, want, wait if not got else 0, visibility)]
+            per_message = opened / queued if queued else 1.0
+            want = min(10, max(1, math.ceil((max_messages - len(got)) / per_message)))
+            received = self.ctx.queues.receive(rec.queue_url, want, wait if not got else 0, visibility)
+            batch = [d for r in received for d in decode_received(r.body, r.receipt, r.receive_count, r.message_id)]
+            queued, opened = queued + len(received), opened + len(batch)
+            batch = self.packs.open(rec, batch)
+            if not packable(rec):
+                batch = self.packs.explode(rec, batch)
             keep: list[Delivery] = []
             for d in batch:
                 size += d.size
-                if size > limits.MAX_PULL_RESPONSE_BYTES and (got or keep):
+                if len(got) + len(keep) >= max_messages or (size > limits.MAX_PULL_RESPONSE_BYTES and (got or keep)):
                     break
                 keep.append(d)
             if keep and not got:
                 linger_until = self.monotonic() + self.ctx.config.pull_linger_seconds
             got.extend(keep)
-            if len(keep) < len(batch):  # over the response byte cap: hand the rest back at once
-                self.ctx.queues.change_visibility_batch(rec.queue_url, [(d.receipt, 0) for d in batch[len(keep):]])
+            if len(keep) < len(batch):  # over maxMessages or the response byte cap: hand the rest back at once
+                self._hand_back(rec, got, batch[len(keep):], max_messages)
                 break
-            if not batch:
+            if not received:
                 if not got or self.monotonic() >= linger_until:
                     break
                 self.sleep(LINGER_STEP_SECONDS)
         return got
+
+    def _hand_back(self, rec: SubscriptionRecord, got: Sequence[Delivery], rest: Sequence[Delivery],
+                   max_messages: int) -> None:
+        """Received but not handed out: queue messages none of whose messages this pull holds are visible again
+        at once; the rest of a pack the pull holds some of goes back in packs of at most ``max_messages``."""
+        holding = {d.pack for d in got if d.pack}
+        split = [d for d in rest if d.pack in holding]
+        if split:
+            self.packs.release(rec, split, max_messages)
+        back = list(dict.fromkeys(d.receipt for d in rest if d.pack not in holding or not d.pack))
+        if back:
+            self.ctx.queues.change_visibility_batch(rec.queue_url, [(receipt, 0) for receipt in back])
 
     # -- ack / modack ------------------------------------------------------------------------
     def _open(self, name: Name, raw: tuple[str, ...]) -> tuple[SubscriptionRecord, list[tuple[str, AckId]]]:
@@ -210,7 +239,7 @@ class PullService:
         good, failed = self._settle(rec, acks, lambda a: self.ctx.exact.ack(
             name.path, exact_key(a.queue_gen, a.message_id), a.lease_id, now))
         if good:
-            self.ctx.queues.delete_batch(rec.queue_url, [a.receipt for a in good])
+            self.packs.acknowledge(rec, good, lambda a: nack_delay(rec, a.attempt))
             self.ctx.counters.add(name, {live.ACKED: len(good)}, now)
         self._raise_failures(failed)
         return Empty()
@@ -232,9 +261,11 @@ class PullService:
         # the backoff that follows its expiry. A nacked last attempt goes to the dead-letter topic now.
         if seconds:
             last = self.last_attempts.extended(rec, good, seconds)
-            changes = [(a.receipt, last.get(a.receipt) or expiry_visibility(rec, seconds, a.attempt)) for a in good]
+            changes = list({a.receipt: last.get(a.receipt) or expiry_visibility(rec, seconds, a.attempt)
+                            for a in good}.items())
         else:
-            changes = [(a.receipt, nack_delay(rec, a.attempt)) for a in self.last_attempts.nacked(rec, good)]
+            nacked = self.last_attempts.nacked(rec, good)
+            changes = self.packs.nack(rec, [(a, nack_delay(rec, a.attempt)) for a in nacked])
         if changes:
             self.ctx.queues.change_visibility_batch(rec.queue_url, changes)
         self._raise_failures(failed)

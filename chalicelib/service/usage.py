@@ -37,7 +37,7 @@ class UsageService:
 
     def subscription_metrics(self, name: Name) -> MetricsResponse:
         rec = self.ctx.resources.require_subscription(name)
-        backlog = self.ctx.queues.backlog(rec.queue_url) if rec.queue_url else 0
+        backlog = sum(live_usage.message_counts(self.ctx, rec))
         return _response(usage.subscription_metrics(self.store.summary(name.project), name.id, backlog, self._now()),
                          live_usage.subscription_metrics(self.ctx, name, rec))
 

@@ -71,12 +71,19 @@ class CounterStore:
             except Exception:  # usage figures must never fail the request that counted them
                 log.warning("live counters of %s %s not written", project, key, exc_info=True)
 
-    def read(self, name: Name) -> dict[str, Any]:
-        """The stored counters of one topic or subscription ({} if none yet)."""
+    def read(self, name: Name, unflushed: bool = False) -> dict[str, Any]:
+        """The stored counters of one topic or subscription ({} if none yet), plus this process's tally not
+        flushed yet when ``unflushed``."""
         key = {"pk": {"S": counters_pk(name.project)}, "sk": {"S": counter_key(name)}}
         with aws_errors("GetItem (live counters)"):
             item = self._ddb.get_item(TableName=self._table, Key=key).get("Item", {})
-        return {k: float(v["N"]) for k, v in item.items() if "N" in v}
+        stored: dict[str, Any] = {k: float(v["N"]) for k, v in item.items() if "N" in v}
+        if unflushed:
+            with self._lock:
+                mine = dict(self._tally.counts.get((name.project, counter_key(name)), {})) if self._tally else {}
+            for k, n in mine.items():
+                stored[k] = stored.get(k, 0) + n
+        return stored
 
     def project_total(self, project: str, name: str) -> int:
         """The sum of one counter over the project's topics (one Query)."""

@@ -1,19 +1,23 @@
 """A topic's retained messages read back in publish order, in batches (seek, snapshots).
 
-The messages table is queried by time range (one Query page holds hundreds of publish requests); each
+The messages table is queried by time range, every partition of the topic's log, merged by request id (one
+Query page holds hundreds of publish requests); a small request's bytes come with its log item, every other
 request's raw object is read with one GET (on a thread pool), and the requests whose object compaction
-already deleted are read from the Parquet archive, one manifest and the matching files per hour. Log
-items past their ``ttl`` are skipped: DynamoDB deletes expired items only eventually (and moto never).
+already deleted are read from the Parquet archive, one manifest and the matching files per hour. Log items
+past their ``ttl`` are skipped: DynamoDB deletes expired items only eventually (and moto never).
 """
 
 from __future__ import annotations
 
+import heapq
+import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from chalicelib.config import Config
 from chalicelib.core import ids, payload
+from chalicelib.core.log_keys import log_partitions
 from chalicelib.core.records import LogEntry
 from chalicelib.store import aws
 from chalicelib.store.errors import aws_errors
@@ -24,6 +28,7 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import QueryInputTypeDef
 
 BATCH_ENTRIES = 100  # publish requests read per batch (their objects fetched concurrently)
+PAGE_ENTRIES = 500  # publish requests per page of the merged partitions
 
 
 @dataclass(frozen=True)
@@ -49,19 +54,24 @@ class TopicHistory:
         self._workers = workers
 
     def entries(self, topic: str, from_ms: int, now: float) -> Iterator[list[LogEntry]]:
-        """The topic's unexpired log entries published from ``from_ms`` on, oldest first, a Query page at a time."""
+        """The topic's unexpired log entries published from ``from_ms`` on, oldest first, in pages: every
+        partition of the topic's log read a Query page at a time, merged by request id."""
+        parts = [self._partition(key, from_ms, now) for key in log_partitions(topic)]
+        merged = heapq.merge(*parts, key=lambda e: e.request_id)
+        while page := list(itertools.islice(merged, PAGE_ENTRIES)):
+            yield page
+
+    def _partition(self, key: str, from_ms: int, now: float) -> Iterator[LogEntry]:
         args: QueryInputTypeDef = {
             "TableName": self._table, "KeyConditionExpression": "topic = :t AND rid >= :from",
             "FilterExpression": "#ttl >= :now", "ExpressionAttributeNames": {"#ttl": "ttl"},
-            "ExpressionAttributeValues": {":t": {"S": topic}, ":from": {"S": f"{max(from_ms, 0):013d}"},
+            "ExpressionAttributeValues": {":t": {"S": key}, ":from": {"S": f"{max(from_ms, 0):013d}"},
                                           ":now": {"N": str(int(now))}},
         }
         while True:
             with aws_errors("Query (topic history)"):
                 resp = self._ddb.query(**args)
-            page = [entry_from_item(item) for item in resp.get("Items", [])]
-            if page:
-                yield page
+            yield from (entry_from_item(item) for item in resp.get("Items", []))
             if "LastEvaluatedKey" not in resp:
                 return
             args["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
@@ -83,8 +93,9 @@ class TopicHistory:
                 return
 
     def read(self, entries: list[LogEntry]) -> list[RequestMessages]:
-        """The messages of these publish requests: raw objects on threads, the rest from the archive."""
-        blobs = self._workers.map(aws.in_callers_part(self._log.read_object), [e.key for e in entries])
+        """The messages of these publish requests: from their log items or raw objects (on threads), the rest from
+        the archive."""
+        blobs = self._workers.map(aws.in_callers_part(self._log.read_blob), entries)
         out: list[RequestMessages] = []
         for entry, blob in zip(entries, blobs):
             if blob is None:

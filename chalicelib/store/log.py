@@ -1,7 +1,9 @@
-"""The topic's message log: raw publish objects in S3 and one metadata item per request in DynamoDB."""
+"""The topic's message log: one item per publish request in DynamoDB, its raw bytes in the item itself (small
+requests) or in an S3 object (the rest)."""
 
 from __future__ import annotations
 
+import base64
 import zlib
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
@@ -10,6 +12,7 @@ from botocore.exceptions import ClientError
 
 from chalicelib.config import Config
 from chalicelib.core.errors import Unavailable
+from chalicelib.core.log_keys import BODY, partition_key
 from chalicelib.core.records import LogEntry
 from chalicelib.core.replay import archive_layout as layout
 from chalicelib.core.timefmt import parse_timestamp
@@ -26,8 +29,6 @@ FANNED_OUT = "fo"  # the log item's mark: publish enqueued it for every subscrip
 UNFANNED_SHARD, UNFANNED_SINCE = "uf", "ufa"
 UNFANNED_INDEX = "unfanned"
 UNFANNED_SHARDS = 4  # index partitions, so that a burst of wide-topic publishes spreads its index writes
-
-
 def unfanned_shard(request_id: str) -> str:
     return str(zlib.crc32(request_id.encode()) % UNFANNED_SHARDS)
 
@@ -35,7 +36,7 @@ def unfanned_shard(request_id: str) -> str:
 def entry_item(entry: LogEntry) -> Item:
     """The messages table's item of a log entry (attribute names: docs/storage.md)."""
     item: Item = {
-        "topic": {"S": entry.topic},
+        "topic": {"S": partition_key(entry.topic, entry.shard)},
         "rid": {"S": entry.request_id},
         "key": {"S": entry.key},
         "bs": {"N": str(entry.body_start)},
@@ -49,13 +50,16 @@ def entry_item(entry: LogEntry) -> Item:
     else:
         item[UNFANNED_SHARD] = {"S": unfanned_shard(entry.request_id)}
         item[UNFANNED_SINCE] = {"N": str(int(parse_timestamp(entry.publish_time, "publishTime")))}
+    if entry.inline is not None:
+        item[BODY] = {"B": entry.inline}
     return item
 
 
 def entry_from_item(item: Mapping[str, Mapping[str, Any]]) -> LogEntry:
     """A log entry from its item, as GetItem returns it or as a stream record's ``NewImage`` carries it."""
+    topic, _, shard = item["topic"]["S"].partition("#")
     return LogEntry(
-        topic=item["topic"]["S"],
+        topic=topic,
         request_id=item["rid"]["S"],
         key=item["key"]["S"],
         body_start=int(item["bs"]["N"]),
@@ -64,7 +68,14 @@ def entry_from_item(item: Mapping[str, Mapping[str, Any]]) -> LogEntry:
         publish_time=item["pt"]["S"],
         expires=int(item["ttl"]["N"]),
         fanned=bool(item.get(FANNED_OUT, {}).get("BOOL", False)),
+        inline=_binary(item[BODY]["B"]) if BODY in item else None,
+        shard=int(shard) if shard else 0,
     )
+
+
+def _binary(value: Any) -> bytes:
+    """A binary attribute's bytes: boto3 hands them over as bytes, a Lambda event (stream record) as base64."""
+    return bytes(value) if isinstance(value, (bytes, bytearray)) else base64.b64decode(value)
 
 
 class MessageLog:
@@ -80,6 +91,9 @@ class MessageLog:
         self.put_entry(entry)
 
     def put_object(self, entry: LogEntry, blob: bytes) -> None:
+        """The request's S3 object; nothing for a request whose log item holds its bytes."""
+        if entry.logged_inline:
+            return
         with aws_errors("Publish (S3 PutObject)"):
             self._s3.put_object(Bucket=self._bucket, Key=entry.key, Body=blob)
 
@@ -93,7 +107,8 @@ class MessageLog:
         try:
             with aws_errors("Fan-out (DynamoDB UpdateItem)"):  # a failed condition passes through as ClientError
                 self._ddb.update_item(
-                    TableName=self._table, Key={"topic": {"S": entry.topic}, "rid": {"S": entry.request_id}},
+                    TableName=self._table, Key={"topic": {"S": partition_key(entry.topic, entry.shard)},
+                                                "rid": {"S": entry.request_id}},
                     UpdateExpression="SET #fo = :yes REMOVE #uf, #ufa", ConditionExpression="attribute_exists(rid)",
                     ExpressionAttributeNames={"#fo": FANNED_OUT, "#uf": UNFANNED_SHARD, "#ufa": UNFANNED_SINCE},
                     ExpressionAttributeValues={":yes": {"BOOL": True}})
@@ -123,6 +138,13 @@ class MessageLog:
                 start = page.get("LastEvaluatedKey")
                 if not start:
                     break
+
+    def read_blob(self, entry: LogEntry) -> bytes | None:
+        """A publish request's raw bytes wherever they are (its log item, else its S3 object), or None once the
+        object is gone (compacted into the archive)."""
+        if entry.inline is not None:
+            return entry.inline
+        return self.read_object(entry.key)
 
     def read_object(self, key: str) -> bytes | None:
         """The whole object, or None once it is gone (compacted into the archive)."""

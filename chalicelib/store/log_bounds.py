@@ -1,10 +1,12 @@
-"""The ends of a topic's message log, each read with one Query of one item (AMS's offsets)."""
+"""The ends of a topic's message log, each read with one Query of one item per partition of the log (AMS's
+offsets)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from chalicelib.config import Config
+from chalicelib.core.log_keys import log_partitions
 from chalicelib.store import aws
 from chalicelib.store.errors import aws_errors
 
@@ -19,14 +21,18 @@ class LogBounds:
 
     def newest(self, topic: str) -> str | None:
         """The request id of the topic's newest publish request, if any."""
-        return self._first(topic, "", forward=False)
+        return max(self._ends(topic, "", forward=False), default=None)
 
     def first_from(self, topic: str, from_ms: int) -> str | None:
         """The request id of the topic's first publish request at or after ``from_ms`` (epoch ms), if any."""
-        return self._first(topic, f"{max(from_ms, 0):013d}", forward=True)
+        return min(self._ends(topic, f"{max(from_ms, 0):013d}", forward=True), default=None)
 
-    def _first(self, topic: str, from_rid: str, *, forward: bool) -> str | None:
-        values: dict[str, AttributeValueTypeDef] = {":t": {"S": topic}}
+    def _ends(self, topic: str, from_rid: str, *, forward: bool) -> list[str]:
+        """One end of each partition of the topic's log."""
+        return [rid for key in log_partitions(topic) if (rid := self._first(key, from_rid, forward=forward))]
+
+    def _first(self, key: str, from_rid: str, *, forward: bool) -> str | None:
+        values: dict[str, AttributeValueTypeDef] = {":t": {"S": key}}
         if from_rid:
             values[":from"] = {"S": from_rid}
         args: QueryInputTypeDef = {"TableName": self._table, "Limit": 1, "ScanIndexForward": forward,

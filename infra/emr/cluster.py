@@ -148,7 +148,7 @@ def instance_policy(stage: str = PLACEHOLDER_STAGE) -> dict[str, Any]:
         {"Sid": "MetroStepLogs", "Effect": "Allow", "Action": ["s3:PutObject"], "Resource": f"{code}/{n.log_prefix}*"},
         {"Sid": "MetroCodeBucketList", "Effect": "Allow", "Action": ["s3:ListBucket"], "Resource": code,
          "Condition": {"StringLike": {"s3:prefix": [f"{n.code_prefix}/*"]}}},
-        {"Sid": "MetroMessagesTableRead", "Effect": "Allow", "Action": ["dynamodb:Query"],
+        {"Sid": "MetroMessagesTableRead", "Effect": "Allow", "Action": ["dynamodb:Query", "dynamodb:BatchGetItem"],
          "Resource": f"arn:aws:dynamodb:${{REGION}}:${{ACCOUNT_ID}}:table/metro-{stage}-messages"},
         {"Sid": "MetroRetentionSettingsRead", "Effect": "Allow", "Action": ["dynamodb:Scan"],
          "Resource": f"arn:aws:dynamodb:${{REGION}}:${{ACCOUNT_ID}}:table/metro-{stage}-resources"},

@@ -227,7 +227,7 @@ def job_role_policy(stage: str) -> dict[str, Any]:
         {"Sid": "CodeRead", "Effect": "Allow", "Action": ["s3:GetObject"], "Resource": _sub(f"{bucket}/emr/code/*")},
         {"Sid": "LogsWrite", "Effect": "Allow", "Action": ["s3:PutObject"],
          "Resource": _sub(f"{bucket}/{ServerlessNames.log_prefix}*")},
-        {"Sid": "ReplayQuery", "Effect": "Allow", "Action": ["dynamodb:Query"],
+        {"Sid": "ReplayQuery", "Effect": "Allow", "Action": ["dynamodb:Query", "dynamodb:BatchGetItem"],
          "Resource": _arn("dynamodb", f"table/{n.messages_table}")},
         {"Sid": "RetentionSettings", "Effect": "Allow", "Action": ["dynamodb:Scan"],
          "Resource": _arn("dynamodb", f"table/{n.resources_table}")},

@@ -100,7 +100,8 @@ def nightly_extras(
 ) -> dict[str, dict[str, Any]]:
     """Each nightly job's own options (after ``--bucket``, ``--messages-table``, ``--json``)."""
     return {
-        "compact": {"min_age_seconds": min_age_seconds},
+        "compact": {**({"resources_table": resources_table} if resources_table else {}),
+                    "min_age_seconds": min_age_seconds},
         "retention": {
             **({"resources_table": resources_table} if resources_table else {}),
             "retention_seconds": retention_seconds,

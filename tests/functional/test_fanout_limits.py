@@ -102,6 +102,21 @@ def test_a_refused_message_is_counted_and_does_not_stall_the_rest(rig: tuple[Ser
     assert sum("poisoned" in e["MessageBody"] for call in strict.calls for e in call) == 2 * len(bad)
 
 
+def test_a_refused_pack_loses_only_the_refused_messages(rig: tuple[Services, StrictSqs]) -> None:
+    services, strict = rig
+    strict.poison = {"poisoned"}
+    marks = ["poisoned" if i in (3, 7) else "fine" for i in range(12)]  # more than ten: the plain one packs them
+    msgs = [{"data": base64.b64encode(b"payload").decode(), "attributes": {"mark": m}} for m in marks]
+    ids = list(services.publish.publish(TOPIC, publish_request({"messages": msgs})).message_ids)
+    fan_out(services)
+    good = sorted(i for i, m in zip(ids, marks) if m == "fine")
+    for sub in (PLAIN, ORDERED):
+        assert sorted(m["messageId"] for m in pull_all(services, sub)) == good
+    offers = [e["MessageBody"] for call in strict.calls for e in call if "poisoned" in e["MessageBody"]]
+    assert sum(body.startswith("[") for body in offers) == 1  # the pack, refused once, then its messages alone
+    assert sum(body.startswith("{") for body in offers) == 4
+
+
 def test_a_passing_failure_is_sent_again_without_duplicates(rig: tuple[Services, StrictSqs]) -> None:
     services, strict = rig
     strict.transient = {'"n":"2"': 2}

@@ -21,6 +21,7 @@ from chalicelib.local.push_pump import lambda_record
 from chalicelib.runtime import Services
 from chalicelib.service.push_config import token_signer
 from chalicelib.store import aws
+from chalicelib.store.log import entry_from_item
 from chalicelib.store.push_state import PushStore, queue_arn
 from tests.functional.conftest import FakeClock, stream_event
 
@@ -338,7 +339,7 @@ def test_past_max_delivery_attempts_goes_to_the_dead_letter_topic(ready: Service
     assert handler(ready, endpoint, clock).handle(event) == {"batchItemFailures": []}
     assert endpoint.calls == []
     stream = stream_event(ready)
-    stream["Records"] = [r for r in stream["Records"] if r["dynamodb"]["NewImage"]["topic"]["S"] == dead.path]
+    stream["Records"] = [r for r in stream["Records"] if entry_from_item(r["dynamodb"]["NewImage"]).topic == dead.path]
     FanOut(ready.ctx).handle(stream)
     [got] = ready.pull.pull(sub("dl-reader"), PullRequest(5, True)).to_wire()["receivedMessages"]
     assert base64.b64decode(got["message"]["data"]) == b"poison"

@@ -78,8 +78,9 @@ def test_functions_get_their_stage_names_code_and_concurrency(packaged: dict[str
         assert props["CodeUri"] == {"Bucket": SETTINGS.code_bucket, "Key": SETTINGS.code_key}
         env = props["Environment"]["Variables"]
         assert env["METRO_BUCKET"] == {"Fn::Sub": names.bucket} and env["METRO_MODE"] == "aws"
+        own = {"METRO_FANOUT_FUNCTION": names.function("fanout")} if function == "fanout" else {}  # its slices
         assert {k: v for k, v in env.items() if k not in ("METRO_BUCKET", "METRO_PUBLIC_URL")} == {
-            "METRO_MODE": "aws", **{k: v for k, v in names.environment().items() if k != "METRO_BUCKET"}}
+            "METRO_MODE": "aws", **{k: v for k, v in names.environment().items() if k != "METRO_BUCKET"}, **own}
         assert env["METRO_RESOURCES_TABLE"] == "metro-dev-resources" and env["METRO_QUEUE_PREFIX"] == "metro-dev"
         assert props.get("ReservedConcurrentExecutions") == SETTINGS.reserved_concurrency.get(function)
     assert merged["Resources"]["Maintenance"]["Properties"]["Events"]  # the schedule stays

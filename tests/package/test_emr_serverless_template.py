@@ -182,8 +182,9 @@ def test_the_job_role_grants_only_what_the_jobs_touch_in_this_stage(tpl: dict[st
     assert grants[f"{bucket}/emr/code/*"] == {"s3:GetObject"} and grants[f"{bucket}/emr/logs/*"] == {"s3:PutObject"}
     assert grants[bucket] == {"s3:ListBucket"}
     table = "arn:${AWS::Partition}:dynamodb:${AWS::Region}:${AWS::AccountId}:table/"
-    assert grants[table + base.messages_table] == {"dynamodb:Query"}  # replay's raw-object lookup
-    assert grants[table + base.resources_table] == {"dynamodb:Scan"}  # retention's settings
+    # replay's raw-object lookup; compaction and replay read small requests' bytes from their log items
+    assert grants[table + base.messages_table] == {"dynamodb:Query", "dynamodb:BatchGetItem"}
+    assert grants[table + base.resources_table] == {"dynamodb:Scan"}  # retention's settings, compaction's topics
     assert grants[f"arn:${{AWS::Partition}}:sqs:${{AWS::Region}}:${{AWS::AccountId}}:metro-{stage}-*"] == {
         "sqs:SendMessage"}  # replay; the fan-out DLQ (metro-{stage}_...) is not matched
     listing = next(st for st in statements if st["Action"] == ["s3:ListBucket"])

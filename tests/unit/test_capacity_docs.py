@@ -57,7 +57,9 @@ def test_the_default_day_stays_under_every_quota_as_documented(day: sim.DayResul
 
 def test_the_documented_ceilings_are_the_model_s(doc: str) -> None:
     assert "1,000 requests/s: 1,000 / 10,000 / 100,000 msg/s at 1 / 10 / 100 messages per request" in doc
-    assert "10,000 subscriptions: 10,000 sends, the stream lane: 0.32 requests/s" in doc
+    assert "10,000 subscriptions: 10,000 sends, 79 slices of 65 ms handed out by the stream lane at 14.29 " \
+        "requests/s" in doc
+    assert "1,124 read units a request at 10,000" in doc
     assert "50,000 msg/s costs $64,800.00 a month in requests of 10" in doc
     assert f"| One push subscription | {ceilings.push_messages_s():,.0f} msg/s |" in doc
     # the prose around the blocks
@@ -83,7 +85,8 @@ def test_the_quota_table_lists_the_model_s_constants(doc: str) -> None:
 
 
 def test_the_model_s_settings_are_the_code_s(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("METRO_PULL_WAIT_SECONDS", "METRO_DIRECT_FANOUT_MAX_SUBSCRIPTIONS", "METRO_INLINE_MAX_BYTES",
+    for name in ("METRO_PULL_WAIT_SECONDS", "METRO_DIRECT_FANOUT_MAX_SUBSCRIPTIONS", "METRO_FANOUT_SLICE_SUBSCRIPTIONS",
+                 "METRO_INLINE_MAX_BYTES",
                  "METRO_PUSH_BATCH_SIZE", "METRO_PUSH_MAX_CONCURRENCY"):
         monkeypatch.delenv(name, raising=False)
     from chalicelib.config import Config
@@ -96,6 +99,7 @@ def test_the_model_s_settings_are_the_code_s(monkeypatch: pytest.MonkeyPatch) ->
     assert h.pull_wait_s == config.pull_wait_seconds < q.apigw_integration_timeout_s
     assert h.pull_wait_s <= q.sqs_long_poll_max_s
     assert h.direct_fanout_max_subscriptions == config.direct_fanout_max_subscriptions
+    assert h.fanout_slice_subscriptions == config.fanout_slice_subscriptions
     assert h.inline_max_bytes == config.inline_max_bytes
     assert h.push_batch_size == config.push_batch_size
     assert h.push_max_concurrency == config.push_max_concurrency

@@ -89,17 +89,36 @@ def test_1200_concurrent_long_pulls_exceed_lambda_s_concurrency() -> None:
     assert fewer.hours[0].peak_long_pulls == pytest.approx(800, abs=20)
 
 
-def test_a_10k_subscription_topic_falls_behind_in_its_stream_lane() -> None:
-    wide = TopicClass("wide", count=1, share=1.0, per_request=10, subscriptions=Subscriptions(pull=10_000, pullers=0))
-    day = sim.simulate(flat(5.0, wide), seconds=600)  # 0.5 requests/s; the lane sends 0.32 a second
+WIDE = TopicClass("wide", count=1, share=1.0, per_request=10, subscriptions=Subscriptions(pull=10_000, pullers=0))
+UNSLICED = Handlers(fanout_slice_subscriptions=0)
+
+
+def test_a_10k_subscription_topic_falls_behind_in_one_stream_lane_without_slices() -> None:
+    wide = WIDE
+    day = sim.simulate(flat(5.0, wide, handlers=UNSLICED), seconds=600)  # 0.5 requests/s; the lane sends 0.32 a second
     assert day.first_binding is not None
     assert day.first_binding.quota == sim.FANOUT_LANE
     hour = day.hours[0]
     assert hour.utilization[sim.FANOUT_LANE] == pytest.approx(0.5 * 3.150, rel=0.01)
     assert hour.peak_fanout_lag_s > 60
     assert hour.usage.sqs_calls == pytest.approx(10_000 * 600 / 3.150, rel=0.02)  # the lane's pace, not the publish's
-    slow = sim.simulate(flat(2.0, wide), seconds=600)  # 0.2 requests/s: a record waits for at most a few others
+    slow = sim.simulate(flat(2.0, wide, handlers=UNSLICED), seconds=600)  # 0.2 requests/s: a few records wait
     assert slow.first_binding is None
+
+
+def test_slices_take_a_10k_subscription_topic_to_14_requests_a_second_in_parallel_executions() -> None:
+    assert sim.simulate(flat(5.0, WIDE), seconds=600).first_binding is None  # what one lane could not keep up with
+    day = sim.simulate(flat(120.0, WIDE), seconds=600)  # 12 requests/s: 79 slices each, 65 ms per slice
+    assert day.first_binding is None
+    hour = day.hours[0]
+    lane = 1000 / (10_000 * 0.002 + 5 + 3 * 15)  # the lane's own work, the completion item, 3 rounds of invokes
+    assert hour.utilization[sim.FANOUT_LANE] == pytest.approx(12 / lane, rel=0.02)
+    assert hour.usage.sqs_calls == pytest.approx(10_000 * 12 * 600, rel=0.02)
+    assert hour.usage.invocations > 79 * 12 * 600  # a slice is an invocation
+    # the slices in flight (Little's law) at the busiest step, at most what the lane hands out; the lane and publish
+    assert 12 * 79 * 0.0651 < hour.peak_concurrency < lane * 79 * 0.0651 + 3
+    over = sim.simulate(flat(200.0, WIDE), seconds=600)  # 20 requests/s: the lane hands out 14.3
+    assert over.first_binding is not None and over.first_binding.quota == sim.FANOUT_LANE
 
 
 def test_a_new_on_demand_table_takes_4000_writes_then_twice_its_peak_30_minutes_later() -> None:

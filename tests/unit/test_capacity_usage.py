@@ -11,6 +11,7 @@ import pytest
 
 from bench.capacity import ceilings
 from bench.capacity import usage as ops
+from bench.capacity.profile import Handlers
 from bench.pricing import PRICES
 
 RESULTS = Path(ops.__file__).resolve().parents[1] / "results.json"
@@ -108,10 +109,30 @@ def test_a_10k_subscription_topic_makes_10k_sends_per_publish_request() -> None:
     # publish still reads every subscription item to count them: 10,000 x 460 bytes in 5 pages, 1,124 read units
     pub = ops.publish(10, 1024, 10_000).usage
     assert (pub.ddb_calls, pub.ddb_ru) == (5 + 1, 1124)
-    w = ceilings.wide_topic(10_000)
+    w = ceilings.wide_topic(10_000, h=Handlers(fanout_slice_subscriptions=0))  # slicing off: one lane sends all
     assert (w.sends_per_request, w.fanned_by) == (10_000, "stream")
     assert w.lane_requests_s == pytest.approx(1000 / record.ms)
     assert w.lane_requests_s < 0.32
+
+
+def test_a_10k_subscription_topic_is_handed_out_in_slices_of_128() -> None:
+    cut = ops.fanout_sliced(10, 1024, 10_000, 128)
+    assert cut.count == 79 == ops.slice_count(10_000, 128)
+    assert (ops.slice_count(128, 128), ops.slice_count(129, 128), ops.slice_count(10_000, 0)) == (0, 2, 0)
+    # the lane: its work on the list, the completion item, then 79 invokes in 3 rounds of 32
+    assert cut.lane.ms == pytest.approx(10_000 * ops.SLICE_LANE_MS_PER_SUBSCRIPTION + 5 + 3 * ops.LAMBDA_INVOKE_MS)
+    assert (cut.lane.usage.ddb_calls, cut.lane.usage.ddb_wu) == (2, 2 + 2)  # 79 ids: a 1.5 KiB item; the mark
+    # a full slice: invocation, GetObject, 128 sends in 4 rounds, its UpdateItem
+    assert cut.slices.ms == pytest.approx(5 + 15 + 10 * 1088 / 100_000 + 4 * 10 + 5)
+    every = cut.slices.usage
+    assert (every.invocations, every.s3_get, every.sqs_calls, every.ddb_wu) == (79, 79, 10_000, 79 * 2)
+    w = ceilings.wide_topic(10_000)
+    assert (w.fanned_by, w.slices, w.lane_requests_s) == ("slices", 79, pytest.approx(1000 / 70))
+    assert w.executions_per_request_s == pytest.approx(79 * cut.slices.ms / 1000)
+    assert w.concurrency_requests_s == pytest.approx(1000 / w.executions_per_request_s)
+    assert w.lane_requests_s / ceilings.wide_topic(10_000, h=Handlers(fanout_slice_subscriptions=0)).lane_requests_s \
+        > 40
+    assert (w.query_read_units, w.query_requests_s) == (1124, pytest.approx(3000 / 1124))
 
 
 def test_one_topic_publishes_at_most_1000_requests_a_second() -> None:

@@ -1,7 +1,8 @@
 """Opaque, tamper-proof, stateless ack ids.
 
 An ack id carries everything an ack or modifyAckDeadline needs (the SQS receipt handle, the
-lease it belongs to, the message id) and an HMAC-SHA256 over it with Metro's configured secret,
+lease it belongs to, the message id, and for a message of a pack its place in it: core/queueing/packs.py)
+and an HMAC-SHA256 over it with Metro's configured secret,
 so any API instance accepts any ack id without a lookup, and a forged or edited one is refused.
 """
 
@@ -27,6 +28,10 @@ class AckId:
     receipt: str
     queue_gen: int = 0
     attempt: int = 1  # delivery attempt of this delivery (SQS receive count)
+    pack: str = ""  # a pack's SQS message id ("": the queue message holds this message alone)
+    index: int = 0  # the message's place in the pack
+    size: int = 1  # messages in the pack
+    handed: int = 1  # messages of the pack handed out by the same delivery
 
 
 def _b64(raw: bytes) -> str:
@@ -45,10 +50,11 @@ class AckIdCodec:
         return hmac.new(self._secret, payload, hashlib.sha256).digest()[:_MAC_BYTES]
 
     def encode(self, ack: AckId) -> str:
-        payload = json.dumps(
-            [_VERSION, ack.subscription, ack.lease_id, ack.message_id, ack.receipt, ack.queue_gen, ack.attempt],
-            separators=(",", ":"),
-        ).encode()
+        fields: list[object] = [_VERSION, ack.subscription, ack.lease_id, ack.message_id, ack.receipt, ack.queue_gen,
+                                ack.attempt]
+        if ack.pack:
+            fields += [ack.pack, ack.index, ack.size, ack.handed]
+        payload = json.dumps(fields, separators=(",", ":")).encode()
         return _b64(payload) + "." + _b64(self._mac(payload))
 
     def decode(self, text: object, subscription: str) -> AckId:
@@ -59,11 +65,13 @@ class AckIdCodec:
             payload = _unb64(body)
             if not hmac.compare_digest(_unb64(mac), self._mac(payload)):
                 raise ValueError("bad mac")
-            version, sub, lease_id, mid, receipt, gen, attempt = json.loads(payload)
+            fields = json.loads(payload)
+            version, sub, lease_id, mid, receipt, gen, attempt = fields[:7]
+            pack, index, size, handed = fields[7:] if len(fields) > 7 else ("", 0, 1, 1)
             if version != _VERSION:
                 raise ValueError("version")
         except Exception as exc:  # any malformed or forged id is the caller's error
             raise InvalidArgument(f"Invalid ack ID: {str(text)[:64]!r}") from exc
         if sub != subscription:
             raise InvalidArgument(f"Ack ID {str(text)[:32]}... does not belong to subscription {subscription}")
-        return AckId(sub, lease_id, mid, receipt, gen, attempt)
+        return AckId(sub, lease_id, mid, receipt, gen, attempt, pack, index, size, handed)

@@ -4,6 +4,10 @@ Compact JSON: ``{"id": message id, "t": publish time, "a": attributes?, "k": ord
 "d": base64 data}`` when the body travels inline, or ``{..., "s3": key, "o": offset, "n": length}``
 when it stays in S3 and is read with a range GET at delivery time. Only :func:`decode` tells the two
 apart (an attribute may be named ``d`` too); readers decode a queue body once and keep the envelope.
+
+A pack (core/queueing/packs.py) is a JSON array of such objects: several messages in one SQS message.
+``"r"`` counts the SQS receives a message had in an earlier queue message (a pack it was taken out of), so
+that its delivery attempt carries on where it was.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ class Envelope:
     s3_key: str = ""
     offset: int = 0
     length: int = 0
+    prior: int = 0  # receives in earlier queue messages (see the module's doc)
 
     @property
     def inline(self) -> bool:
@@ -38,6 +43,15 @@ class Envelope:
 
 
 def encode(env: Envelope) -> str:
+    return json.dumps(_fields(env), separators=(",", ":"), ensure_ascii=False)
+
+
+def encode_pack(envs: list[Envelope]) -> str:
+    """Several envelopes in one queue body."""
+    return json.dumps([_fields(e) for e in envs], separators=(",", ":"), ensure_ascii=False)
+
+
+def _fields(env: Envelope) -> dict[str, Any]:
     body: dict[str, Any] = {"id": env.message_id, "t": env.publish_time}
     if env.attributes:
         body["a"] = env.attributes
@@ -47,11 +61,30 @@ def encode(env: Envelope) -> str:
         body["d"] = base64.b64encode(env.data).decode()
     else:
         body.update({"s3": env.s3_key, "o": env.offset, "n": env.length})
-    return json.dumps(body, separators=(",", ":"), ensure_ascii=False)
+    if env.prior:
+        body["r"] = env.prior
+    return body
 
 
 def decode(text: str) -> Envelope:
+    """One envelope; a pack is refused (ValueError): readers that meet packs use :func:`decode_all`."""
     body = json.loads(text)
+    if not isinstance(body, dict):
+        raise ValueError("a pack of envelopes, not one envelope")
+    return _from_fields(body)
+
+
+def decode_all(text: str) -> tuple[list[Envelope], bool]:
+    """The envelopes of a queue body, and whether it is a pack (a single envelope: a list of one)."""
+    body = json.loads(text)
+    if isinstance(body, list):
+        if not body:
+            raise ValueError("an empty pack")
+        return [_from_fields(b) for b in body], True
+    return [_from_fields(body)], False
+
+
+def _from_fields(body: dict[str, Any]) -> Envelope:
     data = base64.b64decode(body["d"]) if "d" in body else None
     return Envelope(
         message_id=body["id"],
@@ -62,4 +95,5 @@ def decode(text: str) -> Envelope:
         s3_key=body.get("s3", ""),
         offset=body.get("o", 0),
         length=body.get("n", 0),
+        prior=int(body.get("r", 0)),
     )

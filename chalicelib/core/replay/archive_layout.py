@@ -23,6 +23,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
+from chalicelib.core.payload import INLINE_SUFFIX, RAW_SUFFIX
+
 ARCHIVE_PREFIX = "archive/"
 RAW_PREFIX = "raw/"
 MANIFEST_NAME = "_manifest.json"
@@ -140,13 +142,22 @@ class RawKey:
         return publish_ms(self.request_id)
 
 
+RAW_SUFFIXES = (RAW_SUFFIX, INLINE_SUFFIX)  # an S3 object; bytes kept in the log item (core/payload.py)
+
+
 def parse_raw_key(key: str) -> RawKey:
-    """``raw/{project}/{topic-id}/{YYYY}/{MM}/{DD}/{HH}/{request_id}.mpub`` -> its parts."""
+    """``raw/{project}/{topic-id}/{YYYY}/{MM}/{DD}/{HH}/{request_id}.mpub`` (or ``.inline``) -> its parts."""
     parts = key.split("/")
-    if len(parts) != 8 or parts[0] != "raw" or not parts[7].endswith(".mpub"):
+    suffix = next((s for s in RAW_SUFFIXES if parts[-1].endswith(s)), "")
+    if len(parts) != 8 or parts[0] != "raw" or not suffix:
         raise ValueError(f"not a raw object key: {key!r}")
     _, project, topic_id, yyyy, mm, dd, hh, name = parts
-    return RawKey(topic_name(project, topic_id), parse_hour_path(yyyy, mm, dd, hh), name[: -len(".mpub")])
+    return RawKey(topic_name(project, topic_id), parse_hour_path(yyyy, mm, dd, hh), name[: -len(suffix)])
+
+
+def is_inline_key(key: str) -> bool:
+    """Whether a raw key names a request whose bytes are in its log item, not in S3."""
+    return key.endswith(INLINE_SUFFIX)
 
 
 @dataclass(frozen=True)
