@@ -134,7 +134,7 @@ class PushDelivery:
         packed = [d for d in deliveries if d.pack]
         if packed:
             self.packs.explode(rec, self.packs.open(rec, packed))
-        return {d.pack: ACKED for d in packed}
+        return {d.key: ACKED for d in packed}  # the key of a pack's messages: its record's SQS message id
 
     def _timeout(self, rec: SubscriptionRecord, context: Any) -> float:
         """Every push of the batch ends by this many seconds after the batch started."""
@@ -234,7 +234,7 @@ def _deliveries(record: dict[str, Any], ordered: bool) -> list[Delivery]:
     sqs_id = str(record["messageId"])
     group = str(attrs.get("MessageGroupId", "")) if ordered else ""
     return decode_received(record.get("body", ""), str(record["receiptHandle"]),
-                           int(attrs.get("ApproximateReceiveCount", "1")), sqs_id, sqs_id, group or sqs_id)
+                           int(attrs.get("ApproximateReceiveCount", "1")), sqs_id, group or sqs_id)
 
 
 class PushNotAcked(Exception):

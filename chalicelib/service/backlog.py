@@ -31,7 +31,7 @@ def hold_backlog(ctx: Context, rec: SubscriptionRecord) -> list[Held]:
     held: list[Held] = []
     packs = Packs(ctx)
     for batch in ctx.queues.drain(rec.queue_url, HOLD_SECONDS):
-        opened = [(r, decode_received(r.body, r.receipt, r.receive_count, r.message_id)) for r in batch]
+        opened = [(r, decode_received(r.body, r.receipt, r.receive_count)) for r in batch]
         packed = [d for _, ds in opened for d in ds if d.pack]
         if packed:
             packs.explode(rec, packs.open(rec, packed))

@@ -40,7 +40,8 @@ class Delivery:
     group: str = ""  # push: the lane it waits in (the ordering key's message group, or its own)
     skips: int = 0  # earlier receives that were not deliveries
     data: bytes | None = None  # the body, once fetched
-    pack: str = ""  # the SQS message id of the pack holding it ("": the queue message holds it alone)
+    pack: str = ""  # the pack holding it, by content (its first message id and size; "": the queue message holds
+    # it alone)
     index: int = 0  # its place in the pack
     pack_size: int = 1  # messages in the pack
 
@@ -61,11 +62,10 @@ class Delivery:
 
 def decode(body: str, receipt: str, receive_count: int, key: str = "", group: str = "") -> Delivery:
     """Decode a queue body holding one envelope; an undecodable one is logged and kept with ``env`` None."""
-    return decode_received(body, receipt, receive_count, "", key, group)[0]
+    return decode_received(body, receipt, receive_count, key, group)[0]
 
 
-def decode_received(body: str, receipt: str, receive_count: int, sqs_id: str, key: str = "",
-                    group: str = "") -> list[Delivery]:
+def decode_received(body: str, receipt: str, receive_count: int, key: str = "", group: str = "") -> list[Delivery]:
     """Decode a received queue body once: one delivery, or one per message of a pack (core/queueing/packs.py),
     each counting the receives of the queue messages it travelled in before. An undecodable body is logged and
     kept as one delivery with ``env`` None."""
@@ -77,8 +77,9 @@ def decode_received(body: str, receipt: str, receive_count: int, sqs_id: str, ke
     if not packed:
         env = envs[0]
         return [Delivery(receipt, receive_count + env.prior, env, len(body), key or receipt, group)]
-    return [Delivery(receipt, receive_count + env.prior, env, len(body) // len(envs), f"{key or receipt}#{i}", group,
-                     pack=sqs_id or key or receipt, index=i, pack_size=len(envs)) for i, env in enumerate(envs)]
+    pack = f"{envs[0].message_id}+{len(envs)}"  # its content: the same for a pack fanned out twice
+    return [Delivery(receipt, receive_count + env.prior, env, len(body) // len(envs), key or receipt, group,
+                     pack=pack, index=i, pack_size=len(envs)) for i, env in enumerate(envs)]
 
 
 class Attempts:

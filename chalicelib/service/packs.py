@@ -1,7 +1,7 @@
 """Receiving, releasing and settling packs (several messages in one SQS message; core/queueing/packs.py).
 
-- :meth:`Packs.open`: a redelivered pack's messages less the ones settled already (one consistent read per
-  batch of redelivered packs); a pack with nothing open left is deleted.
+- :meth:`Packs.open`: a redelivered pack's messages (any pack's, exactly-once) less the ones settled already
+  (one read per batch of such packs); a pack with nothing open left is deleted.
 - :meth:`Packs.release`: messages of a pack a pull does not hand out go back in queue messages of their own
   (their receives carried in the envelope), and are recorded settled in the pack.
 - :meth:`Packs.explode`: a reader that does not take packs sends every open message back alone and deletes
@@ -31,17 +31,28 @@ def member(ack: AckId) -> Member:
     return Member(ack.receipt, ack.pack, ack.index, ack.size, ack.handed, ack.lease_id)
 
 
+LetGo = Callable[[SubscriptionRecord, AckId], None]
+
+
 class Packs:
-    def __init__(self, ctx: Context) -> None:
+    def __init__(self, ctx: Context, let_go: LetGo | None = None) -> None:
         self.ctx = ctx
+        self._let_go = let_go  # exactly-once: ends the lease of a pack redelivered for its nacks
+
+    def _redelivered(self, rec: SubscriptionRecord, ack: AckId) -> None:
+        if self._let_go is not None and rec.spec.enable_exactly_once_delivery:
+            self._let_go(rec, ack)
 
     def _expires(self, rec: SubscriptionRecord) -> int:
         return int(self.ctx.clock() + rec.spec.retention_seconds)
 
     # -- receiving ----------------------------------------------------------------------------------
     def open(self, rec: SubscriptionRecord, deliveries: list[Delivery]) -> list[Delivery]:
-        """``deliveries`` less the messages of redelivered packs that are settled already."""
-        redelivered = list(dict.fromkeys(d.pack for d in deliveries if d.pack and d.receive_count > 1))
+        """``deliveries`` less the messages of redelivered packs that are settled already. An exactly-once
+        subscription reads the state of every pack: a copy of a pack fanned out twice is new to SQS, and what was
+        sent back from the first copy was acknowledged under another lease."""
+        exact = rec.spec.enable_exactly_once_delivery
+        redelivered = list(dict.fromkeys(d.pack for d in deliveries if d.pack and (exact or d.receive_count > 1)))
         if not redelivered:
             return deliveries
         states = self.ctx.packs.get(rec.name, rec.queue_gen, redelivered)
@@ -97,7 +108,9 @@ class Packs:
             if step is Step.DELETE:
                 deletes.append(m.receipt)
             elif step is Step.REDELIVER:
-                changes.append((m.receipt, redeliver(firsts[(m.pack, m.lease, m.receipt)])))
+                first = firsts[(m.pack, m.lease, m.receipt)]
+                self._redelivered(rec, first)
+                changes.append((m.receipt, redeliver(first)))
         if deletes:
             self.ctx.queues.delete_batch(rec.queue_url, deletes)
         if changes:
@@ -107,14 +120,15 @@ class Packs:
         """The visibility changes nacks need (receipt, seconds until redelivery): a single message's or a whole
         delivery's at once; a pack whose delivery still holds messages records the nacks and waits for them."""
         changes = {a.receipt: delay for a, delay in acks if not a.pack}
-        delays = {(a.pack, a.lease_id, a.receipt, a.index): delay for a, delay in acks if a.pack}
+        by_id = {(a.pack, a.lease_id, a.receipt, a.index): (a, delay) for a, delay in acks if a.pack}
         for group in by_delivery(member(a) for a, _ in acks if a.pack):
             m = group.first
-            delay = max(delays[(x.pack, x.lease, x.receipt, x.index)] for x in group.members)
+            delay = max(by_id[(x.pack, x.lease, x.receipt, x.index)][1] for x in group.members)
             if not group.whole:
                 state = self.ctx.packs.record(rec.name, rec.queue_gen, m.pack, self._expires(rec),
                                               nacked=[x.tag for x in group.members])
                 if next_step(state, m) is Step.WAIT:
                     continue
+                self._redelivered(rec, by_id[(m.pack, m.lease, m.receipt, m.index)][0])
             changes[m.receipt] = max(delay, changes.get(m.receipt, 0))
         return list(changes.items())

@@ -32,9 +32,9 @@ from chalicelib.observability import catalog, metrics
 from chalicelib.service.context import Context
 from chalicelib.service.deadletter import DeadLetters, LastAttempts, parked_seconds
 from chalicelib.service.delivery import Delivery, Steps, decode_received
+from chalicelib.service.exactly_once import ExactlyOnce
 from chalicelib.service.packs import Packs
 from chalicelib.service.publish import PublishService
-from chalicelib.store.leases import exact_key
 
 LINGER_STEP_SECONDS = 0.01
 
@@ -46,7 +46,8 @@ class PullService:
         self.steps = Steps(ctx)
         self.dead_letters = DeadLetters(ctx, PublishService(ctx).append)
         self.last_attempts = LastAttempts(ctx, self.steps, self.dead_letters)
-        self.packs = Packs(ctx)
+        self.exactly_once = ExactlyOnce(ctx)
+        self.packs = Packs(ctx, self.exactly_once.let_go)
         self.monotonic = monotonic
         self.sleep = sleep
 
@@ -121,26 +122,12 @@ class PullService:
         return [d for d in deliveries if id(d) not in gone]
 
     def _claim(self, rec: SubscriptionRecord, token: str, deliveries: list[Delivery]) -> list[Delivery]:
-        """Exactly-once: lease each message by conditional write; drop acked duplicates and held ones."""
-        now = self.ctx.clock()
-        keep: list[Delivery] = []
-        acked: list[str] = []
-        held: list[Delivery] = []
-        deadline, expires = now + rec.spec.ack_deadline, int(now + rec.spec.retention_seconds)
-        states = self.ctx.exact.each(
-            lambda d: self.ctx.exact.claim(rec.name, exact_key(rec.queue_gen, d.message_id), token, deadline, now,
-                                           expires), deliveries)
-        for d, state in zip(deliveries, states, strict=True):
-            if state == "ok":
-                keep.append(d)
-            elif state == "acked":
-                acked.append(d.receipt)
-            else:  # another delivery holds it: this receive was not a delivery
-                held.append(d)
+        """Exactly-once: lease each message (or pack) by conditional write; drop acked duplicates and held ones."""
+        kept, acked, held = self.exactly_once.claim(rec, token, deliveries)
         if acked:  # an already acknowledged duplicate: remove it for good
             self.ctx.queues.delete_batch(rec.queue_url, acked)
         self.steps.skipped(rec, held)
-        return keep
+        return kept
 
     def _receive(self, rec: SubscriptionRecord, max_messages: int, wait: int, visibility: int) -> list[Delivery]:
         """Long-poll for a first batch, then keep receiving until maxMessages or an empty receive (a publish
@@ -156,7 +143,7 @@ class PullService:
             per_message = opened / queued if queued else 1.0
             want = min(10, max(1, math.ceil((max_messages - len(got)) / per_message)))
             received = self.ctx.queues.receive(rec.queue_url, want, wait if not got else 0, visibility)
-            batch = [d for r in received for d in decode_received(r.body, r.receipt, r.receive_count, r.message_id)]
+            batch = [d for r in received for d in decode_received(r.body, r.receipt, r.receive_count)]
             queued, opened = queued + len(received), opened + len(batch)
             batch = self.packs.open(rec, batch)
             if not packable(rec):
@@ -199,22 +186,6 @@ class PullService:
         # Ids of a deleted incarnation of the subscription are ignored.
         return rec, [(t, a) for t, a in acks if a.queue_gen == rec.queue_gen]
 
-    def _settle(self, rec: SubscriptionRecord, acks: list[tuple[str, AckId]],
-                transition: Callable[[AckId], bool]) -> tuple[list[AckId], dict[str, str]]:
-        """Apply per-message exactly-once transitions (concurrently): the ids that passed, and the failed ones'
-        errors."""
-        if not rec.spec.enable_exactly_once_delivery:
-            return [ack for _, ack in acks], {}
-        good: list[AckId] = []
-        failed: dict[str, str] = {}
-        passed = self.ctx.exact.each(transition, [ack for _, ack in acks])
-        for (text, ack), ok in zip(acks, passed, strict=True):
-            if ok:
-                good.append(ack)
-            else:
-                failed[text] = "PERMANENT_FAILURE_INVALID_ACK_ID"
-        return good, failed
-
     @staticmethod
     def _raise_failures(failed: dict[str, str]) -> None:
         """The per-ack-id error, raised after the good ids were applied."""
@@ -236,8 +207,8 @@ class PullService:
     def _acknowledge(self, name: Name, request: AcknowledgeRequest) -> Empty:
         rec, acks = self._open(name, request.ack_ids)
         now = self.ctx.clock()
-        good, failed = self._settle(rec, acks, lambda a: self.ctx.exact.ack(
-            name.path, exact_key(a.queue_gen, a.message_id), a.lease_id, now))
+        good, failed = (self.exactly_once.acknowledge(rec, acks, now) if rec.spec.enable_exactly_once_delivery
+                        else ([a for _, a in acks], {}))
         if good:
             self.packs.acknowledge(rec, good, lambda a: nack_delay(rec, a.attempt))
             self.ctx.counters.add(name, {live.ACKED: len(good)}, now)
@@ -255,8 +226,8 @@ class PullService:
         rec, acks = self._open(name, request.ack_ids)
         now = self.ctx.clock()
         until = now + seconds if seconds else now - 0.001
-        good, failed = self._settle(rec, acks, lambda a: self.ctx.exact.extend(
-            name.path, exact_key(a.queue_gen, a.message_id), a.lease_id, until, now))
+        good, failed = (self.exactly_once.extend(rec, acks, until, now, nack=not seconds)
+                        if rec.spec.enable_exactly_once_delivery else ([a for _, a in acks], {}))
         # A nack (deadline 0) redelivers at once, or after the retry policy's backoff; a new deadline keeps
         # the backoff that follows its expiry. A nacked last attempt goes to the dead-letter topic now.
         if seconds:

@@ -42,29 +42,38 @@ class ExactLeases:
         self._workers = workers
 
     def _update(self, sub: str, mid: str, expr: str, cond: str, values: dict[str, Any]) -> dict[str, Any] | None:
-        """Run a conditional update; None on success, else the item as it was (possibly empty).
+        """Run a conditional update; None on success, else the item as it was (possibly empty)."""
+        ok, item = self._write(sub, mid, expr, cond, values)
+        return None if ok else item
+
+    def _write(self, sub: str, mid: str, expr: str, cond: str, values: dict[str, Any],
+               returns: str = "NONE") -> tuple[bool, dict[str, Any]]:
+        """Run a conditional update: (True, the attributes ``returns`` asks for) on success, else (False, the item
+        as it was, possibly empty).
 
         Each update also writes a fresh request id (``req``). botocore retries a write whose answer was lost
         (a timeout, a 500 after the write); the retry then fails its condition against the item the first
-        attempt wrote. That item carries this call's request id, so the update did succeed.
+        attempt wrote. That item carries this call's request id, so the update did succeed (and the item as it
+        is now stands for what it returns).
         """
         request = uuid.uuid4().hex
         extra: dict[str, Any] = {"ExpressionAttributeNames": {"#ttl": "ttl"}} if "#ttl" in expr else {}
         try:
             with aws_errors("exactly-once lease"):
-                self._ddb.update_item(
+                resp = self._ddb.update_item(
                     TableName=self._table, Key={"sub": {"S": sub}, "lease": {"S": f"m#{mid}"}},
                     UpdateExpression=f"{expr}, req = :req", ConditionExpression=cond,
                     ExpressionAttributeValues={**values, ":req": {"S": request}},
-                    ReturnValuesOnConditionCheckFailure="ALL_OLD", **extra,
+                    ReturnValuesOnConditionCheckFailure="ALL_OLD", ReturnValues=returns,  # type: ignore[arg-type]
+                    **extra,
                 )
         except ClientError as exc:
             if code_of(exc) == "ConditionalCheckFailedException":
                 response: dict[str, Any] = dict(exc.response)
                 old = dict(response.get("Item") or {})
-                return None if old.get("req", {}).get("S") == request else old
+                return old.get("req", {}).get("S") == request, old
             raise
-        return None
+        return True, dict(resp.get("Attributes") or {})
 
     def each(self, transition: Callable[[T], R], items: Sequence[T]) -> list[R]:
         """``transition`` (one conditional write) of every item, concurrently; results in the items' order.
@@ -89,6 +98,25 @@ class ExactLeases:
         return self._update(sub, mid, "SET st = :acked", "st = :leased AND tok = :t AND deadline >= :now",
                             {":acked": {"S": "acked"}, ":leased": {"S": "leased"}, ":t": {"S": token},
                              ":now": {"N": repr(now)}}) is None
+
+    # -- packs: one lease for the messages of one queue message (core/queueing/packs.py) ---------------------------
+    def claim_pack(self, sub: str, key: str, token: str, deadline: float, now: float,
+                   expires: int) -> tuple[bool, set[int]]:
+        """Lease a pack for one delivery: (whether this delivery holds it, the indexes acknowledged already)."""
+        ok, item = self._write(
+            sub, key, "SET st = :leased, tok = :t, deadline = :d, #ttl = :x",
+            "attribute_not_exists(lease) OR deadline < :now",
+            {":leased": {"S": "leased"}, ":t": {"S": token}, ":d": {"N": repr(deadline)}, ":now": {"N": repr(now)},
+             ":x": {"N": str(expires)}}, returns="ALL_NEW")
+        return ok, {int(i) for i in item.get("acked", {}).get("NS", [])} if ok else set()
+
+    def ack_pack(self, sub: str, key: str, token: str, indexes: set[int], now: float) -> set[int] | None:
+        """Acknowledge messages of a pack held by ``token``; the indexes that were acknowledged before (their ack
+        fails), or None if the delivery no longer holds the pack."""
+        ok, item = self._write(sub, key, "ADD acked :i SET st = :leased", "tok = :t AND deadline >= :now",
+                               {":i": {"NS": [str(i) for i in sorted(indexes)]}, ":leased": {"S": "leased"},
+                                ":t": {"S": token}, ":now": {"N": repr(now)}}, returns="UPDATED_OLD")
+        return {int(i) for i in item.get("acked", {}).get("NS", [])} & indexes if ok else None
 
     def extend(self, sub: str, mid: str, token: str, deadline: float, now: float) -> bool:
         return self._update(sub, mid, "SET deadline = :d", "st = :leased AND tok = :t AND deadline >= :now",

@@ -88,7 +88,6 @@ class Received:
     receipt: str
     receive_count: int
     sent_at: float  # epoch seconds
-    message_id: str = ""  # SQS's id of the queue message (stable across receives, unlike the receipt)
 
 
 def _retention_period(seconds: float) -> str:
@@ -283,7 +282,6 @@ class QueueStore:
                 receipt=m["ReceiptHandle"],
                 receive_count=int(m.get("Attributes", {}).get("ApproximateReceiveCount", "1")),
                 sent_at=int(m.get("Attributes", {}).get("SentTimestamp", "0")) / 1000,
-                message_id=m.get("MessageId", ""),
             )
             for m in resp.get("Messages", [])
         ]

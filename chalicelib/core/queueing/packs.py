@@ -5,8 +5,9 @@ messages cost what one queue message holding all ten costs per send, receive and
 messages of a publish request divides a subscription's SQS requests by the messages per pack
 (docs/decisions/sqs-packs.md).
 
-- Which subscriptions get packs: :func:`packable` (plain pull subscriptions). Any other reader that meets
-  a pack (a subscription that became push, ordered, exactly-once or dead-lettering after the pack was sent,
+- Which subscriptions get packs: :func:`packable` (pull subscriptions, exactly-once ones included, without
+  ordering or dead-lettering). Any other reader that meets a pack (a subscription that became push or
+  dead-lettering after the pack was sent,
   a seek or snapshot scanning the backlog) explodes it: sends its open messages back one per queue message
   and deletes the pack (service/packs.py).
 - Building: :func:`groups` plans which consecutive envelopes share a pack.
@@ -41,11 +42,10 @@ def worth_packing(rec: SubscriptionRecord, messages: int) -> bool:
 
 
 def packable(rec: SubscriptionRecord) -> bool:
-    """Whether messages for ``rec`` travel in packs: pull subscriptions without ordering, exactly-once or a
-    dead-letter policy (those keep one message per queue message, docs/decisions/sqs-packs.md)."""
+    """Whether messages for ``rec`` travel in packs: pull subscriptions without ordering or a dead-letter policy
+    (those keep one message per queue message, docs/decisions/sqs-packs.md)."""
     spec = rec.spec
-    return not (spec.enable_message_ordering or spec.enable_exactly_once_delivery or spec.dead_letter_policy
-                or spec.is_push)
+    return not (spec.enable_message_ordering or spec.dead_letter_policy or spec.is_push)
 
 
 def groups(sizes: Sequence[int], max_members: int, max_bytes: int = PACK_BYTES) -> list[list[int]]:
