@@ -6,7 +6,8 @@ so the scan ends. These receives are not delivery attempts: they are recorded as
 subscriptions that count attempts (service/delivery.Attempts). Messages a subscriber holds (leased,
 not yet acknowledged) are not visible and are not part of the result. A pack (core/queueing/packs.py) is
 exploded when it is met: its open messages go back to the queue one per queue message, and the scan
-receives them like the others.
+receives them like the others; an ordered subscription's pack stays whole (sent back, its messages would
+go behind their key's later ones), each of its open messages listed with the queue message holding it.
 """
 
 from __future__ import annotations
@@ -32,10 +33,13 @@ def hold_backlog(ctx: Context, rec: SubscriptionRecord) -> list[Held]:
     packs = Packs(ctx)
     for batch in ctx.queues.drain(rec.queue_url, HOLD_SECONDS):
         opened = [(r, decode_received(r.body, r.receipt, r.receive_count)) for r in batch]
-        packed = [d for _, ds in opened for d in ds if d.pack]
-        if packed:
-            packs.explode(rec, packs.open(rec, packed))
         held.extend((r, ds[0].env) for r, ds in opened if not ds[0].pack)
+        packed = packs.open(rec, [d for _, ds in opened for d in ds if d.pack])
+        if packed and rec.spec.enable_message_ordering:  # kept whole: its messages share the queue message
+            by_receipt = {r.receipt: r for r, _ in opened}
+            held.extend((by_receipt[d.receipt], d.env) for d in packed)
+        elif packed:
+            packs.explode(rec, packed)
     return held
 
 
@@ -48,5 +52,5 @@ def release(ctx: Context, rec: SubscriptionRecord, keep: Sequence[Received], hel
     attempts = Attempts(ctx)
     skips = attempts.skips(rec, counted)
     attempts.skipped(rec, {mid: skips.get(mid, 0) for mid, _ in counted})
-    ctx.queues.change_visibility_batch(rec.queue_url, [(r.receipt, 0) for r in keep])
+    ctx.queues.change_visibility_batch(rec.queue_url, [(r, 0) for r in dict.fromkeys(r.receipt for r in keep)])
 

@@ -44,6 +44,7 @@ class Delivery:
     # it alone)
     index: int = 0  # its place in the pack
     pack_size: int = 1  # messages in the pack
+    split: bool = False  # ordered: the pull left other open messages of its pack in it (core/queueing/packs.py)
 
     @property
     def attempt(self) -> int:

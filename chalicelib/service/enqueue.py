@@ -68,12 +68,35 @@ def queue_body(entry: LogEntry, msg: payload.StoredMessage, offset: int, inline_
                                              s3_key=entry.key, offset=offset, length=len(msg.data)))
 
 
+def queue_message(rec: SubscriptionRecord, env: envelope.Envelope, again: bool = False) -> Outgoing:
+    """A queue message of ``rec`` carrying ``env`` as it is; ``again``: a message sent back to the queue it came
+    from (a FIFO queue would take a second send with the first one's deduplication id for a duplicate)."""
+    body = envelope.encode(env)
+    if not rec.spec.enable_message_ordering:
+        return Outgoing(body)
+    dedup = f"{env.message_id}#{env.prior}" if again else env.message_id
+    return Outgoing(body, group_id=sqs_limits.group_id(env.ordering_key, env.message_id),
+                    dedup_id=sqs_limits.safe_id(dedup))
+
+
 def in_packs(out: list[Outgoing], max_members: int) -> tuple[list[Outgoing], list[list[int]]]:
-    """Consecutive unordered queue bodies joined into packs; returns the queue messages and which of ``out``
-    each one carries."""
-    plan = packs.groups(sqs_batches.body_sizes(out), max_members)
-    return ([out[g[0]] if len(g) == 1 else Outgoing("[" + ",".join(out[i].body for i in g) + "]") for g in plan],
-            plan)
+    """Queue bodies joined into packs; returns the queue messages and which of ``out`` each one carries. For a FIFO
+    queue a pack holds one message group's (ordering key's) messages, in their order."""
+    sizes = sqs_batches.body_sizes(out)
+    by_group: dict[str, list[int]] = {}
+    for i, o in enumerate(out):
+        by_group.setdefault(o.group_id, []).append(i)
+    plan = [[idx[j] for j in g]
+            for idx in by_group.values() for g in packs.groups([sizes[i] for i in idx], max_members)]
+    return [out[g[0]] if len(g) == 1 else _pack(out, g) for g in plan], plan
+
+
+def _pack(out: list[Outgoing], members: list[int]) -> Outgoing:
+    first = out[members[0]]
+    body = "[" + ",".join(out[i].body for i in members) + "]"
+    if not first.group_id:
+        return Outgoing(body)
+    return Outgoing(body, group_id=first.group_id, dedup_id=sqs_limits.safe_id(f"{first.dedup_id}+{len(members)}"))
 
 
 @dataclasses.dataclass
@@ -127,10 +150,11 @@ def _unpack_refused(ctx: Context, jobs: list[_Job], results: list[SendResult]) -
     for job, result in zip(jobs, results):
         if job.queued is job.messages:
             continue
-        alone = [i for q in result.dropped for i in job.carried[q]]
+        alone = [i for q in result.dropped if len(job.carried[q]) > 1 for i in job.carried[q]]
+        refused = [job.carried[q][0] for q in result.dropped if len(job.carried[q]) == 1]
         retried = ctx.queues.send(job.sub.queue_url, [job.messages[i] for i in alone]) if alone else SendResult()
         result.failed[:] = [i for q in result.failed for i in job.carried[q]] + [alone[i] for i in retried.failed]
-        result.dropped[:] = [alone[i] for i in retried.dropped]
+        result.dropped[:] = refused + [alone[i] for i in retried.dropped]
 
 
 def _count_refused(entry: LogEntry, subscription: str, count: int) -> None:

@@ -17,18 +17,17 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 
 from chalicelib.core.errors import Unavailable
-from chalicelib.core.queueing import envelope
 from chalicelib.core.queueing.ackids import AckId
 from chalicelib.core.queueing.packs import Member, PackState, Step, by_delivery, next_step
 from chalicelib.core.records import SubscriptionRecord
 from chalicelib.service.context import Context
 from chalicelib.service.delivery import Delivery
-from chalicelib.service.enqueue import count_queued, in_packs
+from chalicelib.service.enqueue import count_queued, in_packs, queue_message
 from chalicelib.store.queues import Outgoing
 
 
 def member(ack: AckId) -> Member:
-    return Member(ack.receipt, ack.pack, ack.index, ack.size, ack.handed, ack.lease_id)
+    return Member(ack.receipt, ack.pack, ack.index, ack.size, ack.handed, ack.lease_id, ack.kept)
 
 
 LetGo = Callable[[SubscriptionRecord, AckId], None]
@@ -87,7 +86,7 @@ class Packs:
         out: list[Outgoing] = []
         for d in members:
             assert d.env is not None
-            out.append(Outgoing(envelope.encode(dataclasses.replace(d.env, prior=d.receive_count - 1))))
+            out.append(queue_message(rec, dataclasses.replace(d.env, prior=d.receive_count - 1), again=True))
         queued = in_packs(out, per_pack)[0] if per_pack > 1 else out
         if self.ctx.queues.send(rec.queue_url, queued).failed:
             raise Unavailable(f"Messages of {rec.name} could not be queued again; try again.")
@@ -107,10 +106,10 @@ class Packs:
                 m)
             if step is Step.DELETE:
                 deletes.append(m.receipt)
-            elif step is Step.REDELIVER:
+            elif step is not Step.WAIT:  # REDELIVER after nacks; RELEASE: the rest of an ordered pack follows at once
                 first = firsts[(m.pack, m.lease, m.receipt)]
                 self._redelivered(rec, first)
-                changes.append((m.receipt, redeliver(first)))
+                changes.append((m.receipt, redeliver(first) if step is Step.REDELIVER else 0))
         if deletes:
             self.ctx.queues.delete_batch(rec.queue_url, deletes)
         if changes:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 
 from chalicelib.core import limits, live
@@ -85,14 +85,19 @@ class PullService:
         self._require_bodies(deliveries)
         self.ctx.counters.add(name, {live.DELIVERED: len(deliveries)}, self.ctx.clock())
         handed = Counter(d.pack for d in deliveries if d.pack)
-        return PullResponse(tuple(self._received(name, rec, lease_id, d, handed[d.pack]) for d in deliveries))
+        kept: dict[str, int] = defaultdict(int)  # ordered packs the pull split: a bit per message it holds
+        for d in deliveries:
+            if d.split:
+                kept[d.pack] |= 1 << d.index
+        return PullResponse(tuple(self._received(name, rec, lease_id, d, handed[d.pack], kept.get(d.pack, 0))
+                                  for d in deliveries))
 
     def _received(self, name: Name, rec: SubscriptionRecord, lease_id: str, d: Delivery,
-                  handed: int) -> ReceivedMessage:
+                  handed: int, kept: int) -> ReceivedMessage:
         env = d.env
         assert env is not None and d.data is not None
         ack = self.ctx.ack_ids.encode(AckId(name.path, lease_id, env.message_id, d.receipt, rec.queue_gen, d.attempt,
-                                            d.pack, d.index, d.pack_size, max(1, handed)))
+                                            d.pack, d.index, d.pack_size, max(1, handed), kept))
         return ReceivedMessage(ack, env.message_id, format_timestamp(parse_timestamp(env.publish_time, "publish_time")),
                                d.data, env.attributes, env.ordering_key,
                                d.attempt if reports_attempts(rec) else None)
@@ -169,10 +174,14 @@ class PullService:
     def _hand_back(self, rec: SubscriptionRecord, got: Sequence[Delivery], rest: Sequence[Delivery],
                    max_messages: int) -> None:
         """Received but not handed out: queue messages none of whose messages this pull holds are visible again
-        at once; the rest of a pack the pull holds some of goes back in packs of at most ``max_messages``."""
+        at once; the rest of a pack the pull holds some of goes back in packs of at most ``max_messages``, or, for
+        an ordered subscription, stays in the pack (behind the messages handed out, which are marked ``split``)."""
         holding = {d.pack for d in got if d.pack}
         split = [d for d in rest if d.pack in holding]
-        if split:
+        if split and rec.spec.enable_message_ordering:
+            for d in got:
+                d.split = d.split or d.pack in {s.pack for s in split}
+        elif split:
             self.packs.release(rec, split, max_messages)
         back = list(dict.fromkeys(d.receipt for d in rest if d.pack not in holding or not d.pack))
         if back:

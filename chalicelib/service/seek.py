@@ -32,7 +32,6 @@ from typing import Any
 from chalicelib.core import ids, names
 from chalicelib.core.errors import FailedPrecondition, Unavailable
 from chalicelib.core.names import Name
-from chalicelib.core.queueing import envelope, sqs_limits
 from chalicelib.core.records import SubscriptionRecord
 from chalicelib.core.replay import seek_jobs
 from chalicelib.core.replay.seek import Restore, earliest_retained, replays_acked
@@ -40,9 +39,9 @@ from chalicelib.core.replay.seek_jobs import FAILED, SUCCEEDED, SeekJob
 from chalicelib.core.wire.requests import SeekRequest
 from chalicelib.core.wire.responses import SeekResponse
 from chalicelib.service import push_config
-from chalicelib.service.backlog import hold_backlog, release
+from chalicelib.service.backlog import Held, hold_backlog, release
 from chalicelib.service.context import Context
-from chalicelib.service.enqueue import matches_filter, to_outgoing
+from chalicelib.service.enqueue import matches_filter, queue_message, to_outgoing
 from chalicelib.store.queues import Outgoing
 
 log = logging.getLogger("metro.seek")
@@ -205,7 +204,7 @@ class SeekService:
                 if e is not None and ids.split_message_id(e.message_id)[0] > last
                 and restore.wants(e.message_id, e.ordering_key)]
         late.sort(key=lambda e: e.message_id)  # ids sort by publish time: each ordering key in its order
-        return self._send(new, [_outgoing(new, e) for e in late])
+        return self._send(new, [queue_message(new, e) for e in late])
 
     def replay(self, rec: SubscriptionRecord, restore: Restore, from_ms: int, after: str, now: float,
                limit: int = 0) -> tuple[int, str, bool]:
@@ -238,27 +237,24 @@ class SeekService:
         """Without retained acks: drop the waiting messages published before ``from_ms``, in place; the rest
         stay where they are (each ordering key in its order) and messages leased by a subscriber stay leased.
         An ordered queue hands out a key's next messages only once the ones before are gone: it is scanned
-        again while a round drops something. Nothing in the queue predates the subscription: a seek to before
-        it was created scans nothing."""
+        again while a round drops something. A queue message holding later messages too (an ordered pack)
+        stays whole: its earlier ones come again (at least once). Nothing in the queue predates the
+        subscription: a seek to before it was created scans nothing."""
         while from_ms > int(old.created * 1000):
             waiting = hold_backlog(self.ctx, old)
-            drop = [r for r, e in waiting if e is None or ids.publish_ms(e.message_id) < from_ms]
-            keep = [r for r, e in waiting if e is not None and ids.publish_ms(e.message_id) >= from_ms]
+            by_message: dict[str, list[Held]] = {}
+            for r, e in waiting:
+                by_message.setdefault(r.receipt, []).append((r, e))
+            drop = [held[0][0] for held in by_message.values()
+                    if all(e is None or ids.publish_ms(e.message_id) < from_ms for _, e in held)]
+            gone = {r.receipt for r in drop}
+            keep = [held[0][0] for receipt, held in by_message.items() if receipt not in gone]
             if drop:
                 self.ctx.queues.delete_batch(old.queue_url, [r.receipt for r in drop])
             release(self.ctx, old, keep, waiting)
             if not drop or not old.spec.enable_message_ordering:
-                return SeekOutcome(len(keep), old.queue_gen)
+                return SeekOutcome(sum(1 for r, _ in waiting if r.receipt not in gone), old.queue_gen)
         return SeekOutcome(0, old.queue_gen)
-
-
-def _outgoing(rec: SubscriptionRecord, env: envelope.Envelope) -> Outgoing:
-    """A queue message of ``rec`` carrying ``env`` as it is (inline body or S3 pointer)."""
-    body = envelope.encode(env)
-    if rec.spec.enable_message_ordering:
-        return Outgoing(body, group_id=sqs_limits.group_id(env.ordering_key, env.message_id),
-                        dedup_id=sqs_limits.safe_id(env.message_id))
-    return Outgoing(body)
 
 
 def worker_event(job: SeekJob) -> dict[str, Any]:

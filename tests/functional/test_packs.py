@@ -46,6 +46,8 @@ class Model:
     clock: FakeClock
     held: dict[str, str] = dataclasses.field(default_factory=dict)  # message id -> ack id
     acked: set[str] = dataclasses.field(default_factory=set)
+    keys: dict[str, list[str]] = dataclasses.field(default_factory=dict)  # ordered: each key's ids in order
+    seen: set[str] = dataclasses.field(default_factory=set)
 
     def pull(self, most: int) -> None:
         got = self.services.pull.pull(self.sub, PullRequest(most, True)).received
@@ -53,6 +55,10 @@ class Model:
         for m in got:
             assert m.message_id not in self.acked, "an acknowledged message came back"
             assert m.message_id not in self.held, "a held message was delivered again"
+            if m.ordering_key:  # never ahead of its key: every earlier message of the key was delivered before
+                earlier = self.keys[m.ordering_key][:self.keys[m.ordering_key].index(m.message_id)]
+                assert set(earlier) <= self.seen, "a message was delivered before an earlier one of its key"
+            self.seen.add(m.message_id)
             self.held[m.message_id] = m.ack_id
 
     def _pick(self, picks: list[int]) -> list[str]:
@@ -93,25 +99,33 @@ class Model:
         return rec.queue_url
 
 
-def _setup(services: Services, clock: FakeClock, count: int, exactly_once: bool = False) -> tuple[Model, list[str]]:
+def _setup(services: Services, clock: FakeClock, count: int, exactly_once: bool = False,
+           keys: int = 0) -> tuple[Model, list[str]]:
+    """A topic and a subscription (ordered when ``keys``: message i has key ``k{i % keys}``), and one publish."""
     n = next(_names)
     topic, sub = names.Name("packs", "topics", f"topic-{n}"), names.Name("packs", "subscriptions", f"sub-{n}")
     services.admin.create_topic(topic, Topic())
     services.admin.create_subscription(sub, subscription_request(
-        {"topic": topic.path, "enableExactlyOnceDelivery": exactly_once}, sub))
+        {"topic": topic.path, "enableExactlyOnceDelivery": exactly_once, "enableMessageOrdering": bool(keys)}, sub))
     clock.advance(1)
-    msgs = [{"data": base64.b64encode(f"m{i}".encode()).decode()} for i in range(count)]
+    msgs = [{"data": base64.b64encode(f"m{i}".encode()).decode(), **({"orderingKey": f"k{i % keys}"} if keys else {})}
+            for i in range(count)]
     ids = list(services.publish.publish(topic, publish_request({"messages": msgs})).message_ids)
-    return Model(services, sub, clock), ids
+    model = Model(services, sub, clock)
+    for i, mid in enumerate(ids if keys else []):
+        model.keys.setdefault(f"k{i % keys}", []).append(mid)
+    return model, ids
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(count=st.integers(1, 70), per_pack=st.integers(2, 16), exactly_once=st.booleans(), ops=OPS)
+@given(count=st.integers(1, 70), per_pack=st.integers(2, 16), exactly_once=st.booleans(), keys=st.integers(0, 3),
+       ops=OPS)
 def test_packs_settle_each_message_alone(services: Services, clock: FakeClock, count: int, per_pack: int,
-                                         exactly_once: bool, ops: list[Op]) -> None:
-    """Exactly-once too: every acknowledge of a held message must succeed, and nothing acknowledged comes back."""
+                                         exactly_once: bool, keys: int, ops: list[Op]) -> None:
+    """Exactly-once too (every acknowledge of a held message must succeed), and ordered (``keys``: no message is
+    delivered before an earlier one of its key)."""
     services.ctx.config = dataclasses.replace(services.ctx.config, direct_fanout=True, pack_max_messages=per_pack)
-    model, ids = _setup(services, clock, count, exactly_once)
+    model, ids = _setup(services, clock, count, exactly_once, keys)
     for name, arg in ops:
         getattr(model, name)(*(() if arg is None else (arg,)))
     model.expire()

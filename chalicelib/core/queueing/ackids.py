@@ -32,6 +32,7 @@ class AckId:
     index: int = 0  # the message's place in the pack
     size: int = 1  # messages in the pack
     handed: int = 1  # messages of the pack handed out by the same delivery
+    kept: int = 0  # ordered: a bit per message of the pack that delivery holds, when it left others open
 
 
 def _b64(raw: bytes) -> str:
@@ -53,7 +54,7 @@ class AckIdCodec:
         fields: list[object] = [_VERSION, ack.subscription, ack.lease_id, ack.message_id, ack.receipt, ack.queue_gen,
                                 ack.attempt]
         if ack.pack:
-            fields += [ack.pack, ack.index, ack.size, ack.handed]
+            fields += [ack.pack, ack.index, ack.size, ack.handed] + ([ack.kept] if ack.kept else [])
         payload = json.dumps(fields, separators=(",", ":")).encode()
         return _b64(payload) + "." + _b64(self._mac(payload))
 
@@ -67,11 +68,11 @@ class AckIdCodec:
                 raise ValueError("bad mac")
             fields = json.loads(payload)
             version, sub, lease_id, mid, receipt, gen, attempt = fields[:7]
-            pack, index, size, handed = fields[7:] if len(fields) > 7 else ("", 0, 1, 1)
+            pack, index, size, handed, kept = [*fields[7:], 0][:5] if len(fields) > 7 else ("", 0, 1, 1, 0)
             if version != _VERSION:
                 raise ValueError("version")
         except Exception as exc:  # any malformed or forged id is the caller's error
             raise InvalidArgument(f"Invalid ack ID: {str(text)[:64]!r}") from exc
         if sub != subscription:
             raise InvalidArgument(f"Ack ID {str(text)[:32]}... does not belong to subscription {subscription}")
-        return AckId(sub, lease_id, mid, receipt, gen, attempt, pack, index, size, handed)
+        return AckId(sub, lease_id, mid, receipt, gen, attempt, pack, index, size, handed, kept)

@@ -5,8 +5,8 @@ messages cost what one queue message holding all ten costs per send, receive and
 messages of a publish request divides a subscription's SQS requests by the messages per pack
 (docs/decisions/sqs-packs.md).
 
-- Which subscriptions get packs: :func:`packable` (pull subscriptions, exactly-once ones included, without
-  ordering or dead-lettering). Any other reader that meets a pack (a subscription that became push or
+- Which subscriptions get packs: :func:`packable` (pull subscriptions, ordered and exactly-once ones
+  included, without dead-lettering). Any other reader that meets a pack (a subscription that became push or
   dead-lettering after the pack was sent,
   a seek or snapshot scanning the backlog) explodes it: sends its open messages back one per queue message
   and deletes the pack (service/packs.py).
@@ -19,6 +19,10 @@ messages of a publish request divides a subscription's SQS requests by the messa
   deletes the pack, or makes it visible again when some of its messages were nacked (:func:`next_step`).
   A redelivered pack (receive count above 1) is read with its state, and only its open messages are
   delivered.
+- Ordered subscriptions: a pull that cannot take all of a pack's open messages hands out the first ones and
+  keeps the pack (sending the rest back would put them behind the key's later messages); their ack ids carry
+  which messages the delivery holds (``kept``), and the request that settles the last of them makes the pack
+  visible again at once (:attr:`Step.RELEASE`), so the rest follows in order.
 """
 
 from __future__ import annotations
@@ -42,10 +46,11 @@ def worth_packing(rec: SubscriptionRecord, messages: int) -> bool:
 
 
 def packable(rec: SubscriptionRecord) -> bool:
-    """Whether messages for ``rec`` travel in packs: pull subscriptions without ordering or a dead-letter policy
-    (those keep one message per queue message, docs/decisions/sqs-packs.md)."""
+    """Whether messages for ``rec`` travel in packs: pull subscriptions without a dead-letter policy (push and
+    dead-lettering subscriptions keep one message per queue message, docs/decisions/sqs-packs.md). An ordered
+    subscription's packs hold one ordering key's messages each."""
     spec = rec.spec
-    return not (spec.enable_message_ordering or spec.dead_letter_policy or spec.is_push)
+    return not (spec.dead_letter_policy or spec.is_push)
 
 
 def groups(sizes: Sequence[int], max_members: int, max_bytes: int = PACK_BYTES) -> list[list[int]]:
@@ -65,6 +70,10 @@ class Member:
     size: int  # messages in the pack
     handed: int  # messages of the pack the same delivery handed out
     lease: str  # the delivery (one pull) that handed it out
+    kept: int = 0  # ordered: a bit per message the delivery handed out, when it left others of the pack open
+
+    def held(self) -> set[int]:
+        return {i for i in range(self.size) if self.kept >> i & 1}
 
     @property
     def tag(self) -> str:
@@ -88,12 +97,19 @@ class Step(enum.Enum):
     WAIT = "wait"  # some message of this delivery is still open: nothing to do to the pack
     DELETE = "delete"  # every message is settled: delete the pack
     REDELIVER = "redeliver"  # the delivery is over and some of its messages were nacked: make the pack visible
+    RELEASE = "release"  # the delivery is over and left the pack's rest open: make the pack visible at once
 
 
 def next_step(state: PackState, member: Member) -> Step:
     """What the pack needs once ``state`` holds what this request recorded (``member``: any message of the
     delivery the request settled)."""
     nacked = state.nacked_by(member.lease) - state.done
+    if member.kept:
+        if not member.held() <= state.done | nacked:
+            return Step.WAIT
+        if len(state.done) >= member.size:
+            return Step.DELETE
+        return Step.REDELIVER if nacked else Step.RELEASE
     if len(state.done) + len(nacked) < member.size:
         return Step.WAIT
     return Step.REDELIVER if nacked else Step.DELETE
@@ -115,8 +131,9 @@ class Delivered:
 
     @property
     def whole(self) -> bool:
-        """Whether the request names every message the delivery handed out."""
-        return len(self.indexes) >= self.first.handed
+        """Whether the request names every message the delivery handed out, and that delivery left nothing of the
+        pack open: one SQS call settles the pack, with no state."""
+        return not self.first.kept and len(self.indexes) >= self.first.handed
 
 
 def by_delivery(members: Iterable[Member]) -> list[Delivered]:
