@@ -210,8 +210,10 @@ STAGE ?= dev
 # in the default VPC's default subnets unless GRPC_SUBNETS=subnet-a,subnet-b (two zones at least).
 GRPC_FLAGS = $(if $(GRPC),--grpc --grpc-image '$(GRPC_IMAGE)' --grpc-certificate-arn '$(GRPC_CERTIFICATE_ARN)' \
   $(if $(GRPC_SUBNETS),--grpc-subnet-ids '$(GRPC_SUBNETS)'))
+# FRONT_DOOR=rest deploys REST APIs instead of the default HTTP APIs (docs/decisions/front-door.md).
+FRONT_DOOR ?= http
 deploy: $(DEV_STAMP) $(PACKAGE_VENV)/.installed ## Deploy stage STAGE to AWS (storage, secrets, app; GRPC=1: the gRPC edge too; re-runnable)
-	$(BIN)/python -m infra.deploy deploy --stage $(STAGE) $(GRPC_FLAGS)
+	$(BIN)/python -m infra.deploy deploy --stage $(STAGE) --front-door $(FRONT_DOOR) $(GRPC_FLAGS)
 
 destroy: $(DEV_STAMP) ## Remove stage STAGE's app and gRPC edge; keeps tables and bucket unless DELETE_DATA=1
 	$(BIN)/python -m infra.deploy destroy --stage $(STAGE) $(if $(DELETE_DATA),--delete-data)

@@ -8,7 +8,7 @@ from typing import Any
 from chalice.app import Chalice, Rate, Request, Response
 
 from chalicelib import config
-from chalicelib.api import registry, routes
+from chalicelib.api import front_door, registry, routes
 from chalicelib.api.http import CONTENT_TYPES, in_google_envelope
 from chalicelib.delivery import event_handlers
 from chalicelib.observability import catalog, logs
@@ -54,6 +54,12 @@ for _route in registry.ROUTES:
         app.route(_route, name=registry.view_name(_route), methods=["GET"])(_view(_route))
     else:
         app.route(_route, name=registry.view_name(_route), methods=_ALL, content_types=CONTENT_TYPES)(_view(_route))
+
+
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    """The API function's entry point behind any front door: an HTTP API's or function URL's payload 2.0 event
+    through the shim (api/front_door.py), a REST API's event to ``app`` as it is."""
+    return front_door.serve(app, event, context)
 
 
 @app.schedule(Rate(1, unit=Rate.MINUTES), name="maintenance")  # the dead-letter sweep; idle expiry hourly

@@ -3,7 +3,9 @@
 Prices are us-east-1 list prices of late 2026 (docs/decisions/cost-model.md lists them); free tiers are ignored.
 What is priced, per scenario window:
 
-- API Gateway REST: one request per HTTP call the clients made (publish, pull, acknowledge).
+- The front door: one request per HTTP call the clients made (publish, pull, acknowledge), at the HTTP API's
+  price (``make deploy``'s default) unless ``front_door`` names the REST API's; an HTTP API meters each started
+  512 KB of a request as one request, which the benchmark's requests stay below.
 - Lambda: one invocation per API request plus one per fan-out batch, at ``LAMBDA_MEMORY_GB``. GB-seconds
   by a stated duration model (``MODEL_CALL_MS``): the handler time measured locally, less the time its
   AWS calls took against moto, plus an assumed in-region latency per call. Locally each call goes to
@@ -42,6 +44,8 @@ GOOGLE_MESSAGE_ID_BYTES = 16
 GOOGLE_TIMESTAMP_BYTES = 20
 GOOGLE_MIN_REQUEST_BYTES = 1000
 TIB = 1024**4
+FRONT_DOORS = ("apigw_http", "apigw_rest")  # the price keys of the front doors `make deploy` offers
+HTTP_API_METERED_BYTES = 512 * 1024
 
 
 @dataclass(frozen=True)
@@ -56,6 +60,7 @@ class Price:
 
 
 PRICES: dict[str, Price] = {
+    "apigw_http": Price(1.00, 1e6, "API Gateway HTTP API requests (per started 512 KB)"),
     "apigw_rest": Price(3.50, 1e6, "API Gateway REST requests"),
     "lambda_invocation": Price(0.20, 1e6, "Lambda invocations"),
     "lambda_gb_s": Price(0.0000166667, 1, "Lambda GB-seconds"),
@@ -72,6 +77,11 @@ PRICES: dict[str, Price] = {
 
 FREE_PARTS = ("pump",)  # Lambda's stream poller: free on AWS
 LOCAL_ONLY_PARTS = ("push-pump",)  # Lambda's SQS poller: its receives are billed, the local bookkeeping is not
+
+
+def http_api_requests(request_bytes: int) -> int:
+    """How many requests an HTTP API bills for one request of ``request_bytes``: one per started 512 KB."""
+    return max(1, math.ceil(request_bytes / HTTP_API_METERED_BYTES))
 
 
 def price_table() -> list[dict[str, Any]]:
@@ -159,9 +169,11 @@ class CostReport:
 
 
 def cost(counts: Mapping[Key, Tally], api: Mapping[str, Invocations],
-         events: Mapping[str, Invocations] | None = None) -> CostReport:
+         events: Mapping[str, Invocations] | None = None, front_door: str = "apigw_http") -> CostReport:
     """Price one measurement window: AWS requests by part/service/operation plus API and event handler
-    (``fanout``, ``push``) invocations."""
+    (``fanout``, ``push``) invocations, the API requests at the price of ``front_door`` (a key of FRONT_DOORS)."""
+    if front_door not in FRONT_DOORS:
+        raise ValueError(f"front_door must be one of {FRONT_DOORS}, not {front_door!r}")
     events = {k: v for k, v in (events or {}).items() if v.count}
     by_price: dict[str, float] = {}
     rows: list[dict[str, Any]] = []
@@ -171,7 +183,7 @@ def cost(counts: Mapping[Key, Tally], api: Mapping[str, Invocations],
         by_price[key] = by_price.get(key, 0.0) + usd
 
     api_requests = sum(i.count for i in api.values())
-    add("apigw_rest", api_requests * PRICES["apigw_rest"].each)
+    add(front_door, api_requests * PRICES[front_door].each)
     invoked = [(f"api:{verb}", "apigateway+lambda", inv) for verb, inv in sorted(api.items())]
     invoked += [(kind, "lambda", inv) for kind, inv in sorted(events.items())]
     model_ms_total = 0.0
@@ -182,7 +194,7 @@ def cost(counts: Mapping[Key, Tally], api: Mapping[str, Invocations],
         local_gb_s_usd += lambda_cost(inv)["lambda_gb_s"]
         for k, v in lam.items():
             add(k, v)
-        gateway = inv.count * PRICES["apigw_rest"].each if service.startswith("apigateway") else 0.0
+        gateway = inv.count * PRICES[front_door].each if service.startswith("apigateway") else 0.0
         rows.append({"part": part, "service": service, "operation": "invoke", "calls": inv.count,
                      "usd": gateway + sum(lam.values()),
                      "units": {"billed_ms": ms, "local_ms": inv.billed_ms}})

@@ -11,6 +11,8 @@ Scenarios (``--quick``: a few hundred messages each, for CI):
      message and API handler p50 against A
   A-schema  3,000 messages of A to a topic with an Avro schema (JSON encoding): every publish is checked
   A-stream  A's load consumed by google-cloud-pubsub's subscribe() over gRPC (StreamingPull) instead of REST pull
+  A-2k, A-4k, A-8k  A's workload at 2, 4 and 8 KiB (quick: A-4k only), for the size from which Metro's bill is
+     below Google's (bench/crossover.py; the ``crossover`` key)
 and the schema figures of bench/schema_bench.py: checks per second on one core for each schema type and
 encoding (1 KiB messages), and the CPU checking adds to a 100-message publish;
 and, on the same emulator in the same run, the baselines they are compared with: raw SQS (1 KiB and
@@ -45,6 +47,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 
 from bench import (
     chart,
+    crossover,
     durable_state,
     experiments,
     external,
@@ -205,6 +208,7 @@ def main(
         "seek": seek_result,
     }
     doc["keys_vs_a"] = report.keys_deltas(results)
+    doc["crossover"] = crossover.summary(results)
     doc["targets"] = report.targets(results)
     run_measurements(console, doc, quick=quick, validation=validation, external_seconds=external_seconds,
                      out_dir=out.parent)

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from bench import baselines, grpc_bench, metro, schema_bench
+from bench import baselines, crossover, grpc_bench, metro, schema_bench
 from bench.pricing import (
     MODEL_CALL_MS,
     CostReport,
@@ -90,6 +90,9 @@ def plan(quick: bool, scale: float = 1.0) -> list[Scenario]:
         Scenario("sqs-1k-1", "sqs", "raw SQS, 1 KiB, one message per send", n_small // 50, KIB, 1, per_request=1),
         Scenario("A-1", "metro", "1 KiB, publish requests of 1", n_small // 50, KIB, 1, compare_to="sqs-1k-1",
                  per_request=1),
+        # A's workload at larger messages: where Metro's bill drops below Google's (bench/crossover.py)
+        *(Scenario(crossover.key(kib), "metro", f"A at {kib} KiB (crossover)", n_small if quick else n_variant,
+                   kib * KIB, 1) for kib in crossover.sizes_kib(quick)),
     ]
 
 

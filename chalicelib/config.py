@@ -298,3 +298,9 @@ class GrpcEdgeConfig:
 
 def load() -> Config:
     return Config()
+
+
+def ams_api_id() -> str:
+    """METRO_AMS_API_ID: the id of the HTTP API serving the AMS dialect (set by the deploy, infra/http_api.py); a
+    payload 2.0 event from that API is served as ``dialect=ams`` (chalicelib/api/front_door.py). Empty: none."""
+    return _env("METRO_AMS_API_ID", "").strip()

@@ -7,6 +7,7 @@ links the dashboard to each (the policy check CKV2_METRO_1 follows those links).
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from chalicelib.observability import catalog
@@ -14,6 +15,20 @@ from infra.names import StageNames
 
 PERIOD = 300
 METRO = [catalog.SERVICE_DIMENSION, catalog.SERVICE]
+
+
+@dataclass(frozen=True)
+class ApiMetrics:
+    """How CloudWatch names one API's metrics: ``ApiName`` and ``5XXError`` for a REST API, ``ApiId`` and ``5xx``
+    for an HTTP API (infra/api_monitoring.py)."""
+
+    dimension: str
+    value: str
+    server_errors: str
+    client_errors: str
+
+    def metric(self, name: str) -> list[Any]:
+        return _metric("AWS/ApiGateway", name, self.dimension, self.value)
 
 
 def _metric(namespace: str, name: str, *dimensions: str, **options: Any) -> list[Any]:
@@ -34,7 +49,7 @@ def _expression(expression: str, label: str, metric_id: str) -> list[Any]:
     return [{"expression": expression, "label": label, "id": metric_id}]
 
 
-def widgets(names: StageNames, functions: list[str], apis: list[str], alarms: list[str]) -> list[dict[str, Any]]:
+def widgets(names: StageNames, functions: list[str], apis: list[ApiMetrics], alarms: list[str]) -> list[dict[str, Any]]:
     """Every widget, top to bottom (titles are what docs/operations.md refers to); ``functions`` and ``alarms`` are
     logical ids."""
     fanout, fns = "${Fanout}", [f"${{{f}}}" for f in functions]
@@ -47,9 +62,8 @@ def widgets(names: StageNames, functions: list[str], apis: list[str], alarms: li
         {"type": "alarm", "width": 24, "height": 4, "properties": {
             "title": "Alarms", "alarms": [f"${{{a}.Arn}}" for a in sorted(alarms)]}},
         _widget("API requests and 5xx", [m for api in apis for m in (
-            _metric("AWS/ApiGateway", "Count", "ApiName", api), _metric("AWS/ApiGateway", "5XXError", "ApiName", api),
-            _metric("AWS/ApiGateway", "4XXError", "ApiName", api))]),
-        _widget("API latency p99", [_metric("AWS/ApiGateway", "Latency", "ApiName", api) for api in apis], "p99"),
+            api.metric("Count"), api.metric(api.server_errors), api.metric(api.client_errors))]),
+        _widget("API latency p99", [api.metric("Latency") for api in apis], "p99"),
         _widget("Publish, pull, acknowledge: requests and messages",
                 [_metro(catalog.requests(op)) for op in ops] + [_metro(catalog.messages(op)) for op in ops]),
         _widget("Latency p99 by operation (ms)", [_metro(catalog.latency(op)) for op in ops]
@@ -86,7 +100,8 @@ def widgets(names: StageNames, functions: list[str], apis: list[str], alarms: li
     ]
 
 
-def dashboard_body(names: StageNames, functions: list[str], apis: list[str], alarms: list[str]) -> dict[str, Any]:
+def dashboard_body(names: StageNames, functions: list[str], apis: list[ApiMetrics],
+                   alarms: list[str]) -> dict[str, Any]:
     """The dashboard's JSON, with the region, account and the fan-out DLQ's name (``${Dlq}``) filled in by
     CloudFormation."""
     body = json.dumps({"widgets": widgets(names, functions, apis, alarms)}, separators=(",", ":"))

@@ -181,13 +181,14 @@ def template_url(s3: Any, bucket: str, key: str, region: str) -> str:
 
 def reachable_endpoint(endpoint_url: str, service_endpoint: str) -> str:
     """The API's URL to call: CloudFormation's ``EndpointURL`` on AWS. On an emulator (``service_endpoint`` is not
-    amazonaws.com) that host name does not resolve: the same REST API and stage addressed by path,
-    ``{emulator}/_aws/execute-api/{api id}/{stage}``, as LocalStack and ministack serve it."""
-    found = re.match(r"^https://([a-z0-9]+)\.execute-api\.[^/]+/([^/]+)/?$", endpoint_url)
+    amazonaws.com) that host name does not resolve: the same API addressed by path, as LocalStack and ministack
+    serve it: ``{emulator}/_aws/execute-api/{api id}/{stage}`` for a REST API's stage, and
+    ``{emulator}/_aws/execute-api/{api id}`` for an HTTP API's ``$default`` stage, whose URL has no stage."""
+    found = re.match(r"^https://([a-z0-9]+)\.execute-api\.[^/]+?(?:/([^/]*?))?/?$", endpoint_url)
     if "amazonaws.com" in service_endpoint or not found:
         return endpoint_url
     api_id, stage = found.groups()
-    return f"{service_endpoint.rstrip('/')}/_aws/execute-api/{api_id}/{stage}"
+    return f"{service_endpoint.rstrip('/')}/_aws/execute-api/{api_id}" + (f"/{stage}" if stage else "")
 
 
 def deploy_stage(t: Target, settings: dict[str, Any], workdir: Path) -> tuple[bool, str]:
@@ -315,6 +316,9 @@ def deploy(
     push_concurrency: int = typer.Option(100, min=2, help="cap on push deliveries at once, all subscriptions"),
     ams_domain: str = typer.Option("", help="host name of the AMS dialect (argo-ams-library needs one)"),
     ams_certificate_arn: str = typer.Option("", help="--ams-domain: its ACM certificate, in the stage's region"),
+    front_door: str = typer.Option("http", help="http: API Gateway HTTP APIs ($1.00 per million requests); rest: "
+                                                "REST APIs ($3.50; WAF, X-Ray, usage plans); "
+                                                "docs/decisions/front-door.md"),
     grpc: bool = typer.Option(False, "--grpc", help="also deploy the gRPC edge stack (ECS Fargate behind an ALB)"),
     grpc_image: str = typer.Option("", help="--grpc: the image of infra/grpc/Dockerfile (arm64), e.g. in ECR"),
     grpc_certificate_arn: str = typer.Option("", help="--grpc: the ACM certificate of the host name clients use"),
@@ -332,6 +336,9 @@ def deploy(
         typer.echo(f"stage {stage} is configured with METRO_AUTH=open, which a deployed Metro refuses (every caller "
                    "would be the service admin of every project): remove it, keys mode is the default", err=True)
         raise typer.Exit(1)
+    if front_door not in template.FRONT_DOORS:
+        typer.echo(f"--front-door is one of {', '.join(template.FRONT_DOORS)}, not {front_door!r}", err=True)
+        raise typer.Exit(2)
     if bool(ams_domain) != bool(ams_certificate_arn):
         typer.echo("--ams-domain and --ams-certificate-arn go together", err=True)
         raise typer.Exit(2)
@@ -344,7 +351,7 @@ def deploy(
                 "maximum_retry_attempts": maximum_retry_attempts, "alarm_topic_arn": alarm_topic_arn,
                 "alarm_email": alarm_email,
                 "reserved_concurrency": concurrency_plan(t, push_concurrency).reservations,
-                "ams_domain": ams_domain, "ams_certificate_arn": ams_certificate_arn}
+                "ams_domain": ams_domain, "ams_certificate_arn": ams_certificate_arn, "front_door": front_door}
     with tempfile.TemporaryDirectory(prefix="metro-package-") as workdir:
         changed, endpoint = deploy_stage(t, settings, Path(workdir))
     grpc_line = ""

@@ -1,14 +1,14 @@
 """What the app stack tells its operators (pure; infra/template.py's ``merge`` calls :func:`add` once).
 
-* **Tracing**: X-Ray active tracing on every function (``Tracing: Active``) and on each API's stage
-  (``TracingEnabled``). No tracing SDK in the bundle (docs/operations.md#traces says why): the traces show API
-  Gateway and each invocation, not the AWS calls inside it. The functions' roles need ``xray:PutTraceSegments`` and
-  ``xray:PutTelemetryRecords`` on ``*`` (infra/policies.py).
+* **Tracing**: X-Ray active tracing on every function (``Tracing: Active``) and on each REST API's stage
+  (``TracingEnabled``; an HTTP API has none). No tracing SDK in the bundle (docs/operations.md#traces says why):
+  the traces show API Gateway and each invocation, not the AWS calls inside it. The functions' roles need
+  ``xray:PutTraceSegments`` and ``xray:PutTelemetryRecords`` on ``*`` (infra/policies.py).
 * **Logs**: a log group ``/aws/lambda/<FunctionName>`` per function, kept ``log_retention_days``, which the
   function depends on (so Lambda never creates it first, without a retention); API Gateway access logs of both APIs
   (Google's, AMS's) as JSON lines without the query string (AMS keys travel in ``?key=``), in log groups of their
-  own; the account's API Gateway CloudWatch role, which access logging needs (kept when the stack is deleted: other
-  APIs of the account may rely on it).
+  own, whichever the front door (infra/api_monitoring.py); behind REST APIs, the account's API Gateway CloudWatch
+  role, which their access logging needs (kept when the stack is deleted: other APIs of the account may rely on it).
 * **Alarms** (:data:`ALARMS` lists them; docs/operations.md has a section per alarm), each telling the stage's SNS
   topic ``metro-<stage>-alarms`` (an e-mail subscription with ``--alarm-email``), or ``--alarm-topic-arn``'s.
 * **A dashboard** ``metro-<stage>`` (infra/dashboard.py) with the metrics the alarms watch.
@@ -16,13 +16,13 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from chalicelib.observability import catalog
-from infra.ams_stage import AMS_API_ID, API_ID
-from infra.dashboard import dashboard_body
+from infra import api_monitoring
+from infra.api_monitoring import Api
+from infra.dashboard import ApiMetrics, dashboard_body
 from infra.names import StageNames
 
 Template = dict[str, Any]
@@ -30,17 +30,6 @@ TOPIC_ID, EMAIL_ID, TOPIC_POLICY_ID = "AlarmTopic", "AlarmEmail", "AlarmTopicPol
 APIGW_ROLE_ID, APIGW_ACCOUNT_ID = "ApiGatewayCloudWatchRole", "ApiGatewayAccount"
 DASHBOARD_ID = "Dashboard"
 DLQ_ID, DLQ_ALARM_ID, FANOUT_ID = "FanoutFailures", "FanoutFailuresAlarm", "Fanout"
-APIS = {API_ID: "", AMS_API_ID: "-ams"}  # logical id -> the suffix of its name
-# API Gateway's access log line: no query string ($context.path has none), no header, no API key
-ACCESS_LOG_FORMAT = json.dumps({
-    "requestId": "$context.requestId", "extendedRequestId": "$context.extendedRequestId",
-    "requestTime": "$context.requestTime", "ip": "$context.identity.sourceIp",
-    "userAgent": "$context.identity.userAgent", "httpMethod": "$context.httpMethod",
-    "resourcePath": "$context.resourcePath", "path": "$context.path", "status": "$context.status",
-    "protocol": "$context.protocol", "responseLength": "$context.responseLength",
-    "responseLatency": "$context.responseLatency", "integrationLatency": "$context.integrationLatency",
-    "integrationStatus": "$context.integrationStatus", "xrayTraceId": "$context.xrayTraceId",
-    "error": "$context.error.message"}, separators=(",", ":"))
 METRO = [{"Name": catalog.SERVICE_DIMENSION, "Value": catalog.SERVICE}]  # Powertools' dimension of every metric
 # the retentions CloudWatch Logs accepts, in days
 RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288,
@@ -97,21 +86,17 @@ def _function_alarms(functions: dict[str, str], actions: list[Any], t: Threshold
     return out
 
 
-def api_name(names: StageNames, logical_id: str) -> str:
-    return f"{names.prefix}{APIS[logical_id]}"
-
-
-def _api_alarms(names: StageNames, actions: list[Any], t: Thresholds) -> Template:
+def _api_alarms(apis: list[Api], actions: list[Any], t: Thresholds) -> Template:
     out: Template = {}
-    for logical_id in APIS:
-        api = api_name(names, logical_id)
-        dims = [{"Name": "ApiName", "Value": api}]
-        out[f"{logical_id}5xxAlarm"] = _alarm(
-            f"{api}-5xx", f"API {api} answering 5xx", actions, threshold=t.api_5xx_rate, evaluations=3,
-            datapoints=2, Namespace="AWS/ApiGateway", MetricName="5XXError", Dimensions=dims, Statistic="Average")
-        out[f"{logical_id}LatencyAlarm"] = _alarm(
-            f"{api}-latency-p99", f"API {api} slow (p99)", actions, threshold=t.api_latency_p99_ms, evaluations=3,
-            Namespace="AWS/ApiGateway", MetricName="Latency", Dimensions=dims, ExtendedStatistic="p99")
+    for api in apis:
+        dims = [{"Name": api.dimension, "Value": api.value}]
+        out[f"{api.logical_id}5xxAlarm"] = _alarm(
+            f"{api.name}-5xx", f"API {api.name} answering 5xx", actions, threshold=t.api_5xx_rate, evaluations=3,
+            datapoints=2, Namespace="AWS/ApiGateway", MetricName=api.server_errors, Dimensions=dims,
+            Statistic="Average")
+        out[f"{api.logical_id}LatencyAlarm"] = _alarm(
+            f"{api.name}-latency-p99", f"API {api.name} slow (p99)", actions, threshold=t.api_latency_p99_ms,
+            evaluations=3, Namespace="AWS/ApiGateway", MetricName="Latency", Dimensions=dims, ExtendedStatistic="p99")
     return out
 
 
@@ -163,7 +148,8 @@ def _log_group(name: Any, days: int) -> Template:
             "Properties": {"LogGroupName": name, "RetentionInDays": days}}
 
 
-def _logs_and_tracing(resources: Template, names: StageNames, functions: dict[str, str], days: int) -> Template:
+def _logs_and_tracing(resources: Template, names: StageNames, functions: dict[str, str], apis: list[Api],
+                      days: int) -> Template:
     out: Template = {}
     for logical_id, function in functions.items():
         props = resources[logical_id]["Properties"]
@@ -172,13 +158,15 @@ def _logs_and_tracing(resources: Template, names: StageNames, functions: dict[st
         depends = resources[logical_id].setdefault("DependsOn", [])
         resources[logical_id]["DependsOn"] = [*([depends] if isinstance(depends, str) else depends),
                                               f"{logical_id}LogGroup"]
-    for logical_id in APIS:
-        api = resources[logical_id]
-        group = f"{logical_id}AccessLogGroup"
-        out[group] = _log_group(f"/metro/{names.stage}/{api_name(names, logical_id)}-access", days)
-        api["Properties"].update({"Name": api_name(names, logical_id), "TracingEnabled": True, "AccessLogSetting": {
-            "DestinationArn": {"Fn::GetAtt": [group, "Arn"]}, "Format": ACCESS_LOG_FORMAT}})
-        api["DependsOn"] = [APIGW_ACCOUNT_ID]
+    needs_role = False
+    for api in apis:
+        group = f"{api.logical_id}AccessLogGroup"
+        out[group] = _log_group(f"/metro/{names.stage}/{api.name}-access", days)
+        if api_monitoring.set_access_log(resources, api, group):
+            resources[api.logical_id]["DependsOn"] = [APIGW_ACCOUNT_ID]
+            needs_role = True
+    if not needs_role:
+        return out
     out[APIGW_ROLE_ID] = {
         "Type": "AWS::IAM::Role", "DeletionPolicy": "Retain", "UpdateReplacePolicy": "Retain",
         "Properties": {
@@ -208,10 +196,14 @@ def _topic(names: StageNames, alarm_email: str) -> Template:
     return out
 
 
-ALARMS = ("<function>ErrorsAlarm", "<function>ThrottlesAlarm", "FanoutIteratorAgeAlarm", "RestAPI5xxAlarm",
-          "RestAPILatencyAlarm", "AmsRestAPI5xxAlarm", "AmsRestAPILatencyAlarm", "<table>TableReadThrottlesAlarm",
-          "<table>TableWriteThrottlesAlarm", "DynamoDbUserErrorsAlarm", DLQ_ALARM_ID, "OldestUnackedAlarm",
-          "PushFailureRateAlarm", "MaintenanceHeartbeatAlarm", "StuckSeekAlarm")
+ALARMS = ("<function>ErrorsAlarm", "<function>ThrottlesAlarm", "FanoutIteratorAgeAlarm", "<api>5xxAlarm",
+          "<api>LatencyAlarm", "<table>TableReadThrottlesAlarm", "<table>TableWriteThrottlesAlarm",
+          "DynamoDbUserErrorsAlarm", DLQ_ALARM_ID, "OldestUnackedAlarm", "PushFailureRateAlarm",
+          "MaintenanceHeartbeatAlarm", "StuckSeekAlarm")
+
+
+def _metrics(api: Api) -> ApiMetrics:
+    return ApiMetrics(api.dimension, api.dashboard_value, api.server_errors, api.client_errors)
 
 
 def add(out: Template, stage: str, alarm_topic_arn: str = "", alarm_email: str = "", log_retention_days: int = 30,
@@ -223,19 +215,20 @@ def add(out: Template, stage: str, alarm_topic_arn: str = "", alarm_email: str =
     names, t = StageNames(stage), thresholds or Thresholds()
     resources = out["Resources"]
     functions = _functions(resources)
+    apis = api_monitoring.apis(resources, names)
     added: Template = {}
     if not alarm_topic_arn:
         added.update(_topic(names, alarm_email))
     actions: list[Any] = [alarm_topic_arn or {"Ref": TOPIC_ID}]
-    added.update(_logs_and_tracing(resources, names, functions, log_retention_days))
+    added.update(_logs_and_tracing(resources, names, functions, apis, log_retention_days))
     added.update(_function_alarms(functions, actions, t))
-    added.update(_api_alarms(names, actions, t))
+    added.update(_api_alarms(apis, actions, t))
     added.update(_storage_alarms(names, actions, t))
     added.update(_metro_alarms(names, actions, t))
     alarms = [logical_id for logical_id, res in added.items() if res["Type"] == "AWS::CloudWatch::Alarm"]
     added[DASHBOARD_ID] = {"Type": "AWS::CloudWatch::Dashboard", "Properties": {
         "DashboardName": names.prefix,
-        "DashboardBody": dashboard_body(names, list(functions), [api_name(names, i) for i in APIS], alarms)}}
+        "DashboardBody": dashboard_body(names, list(functions), [_metrics(api) for api in apis], alarms)}}
     resources.update(added)
     out.setdefault("Outputs", {})["DashboardURL"] = {"Value": {"Fn::Sub": (
         "https://${AWS::Region}.console.aws.amazon.com/cloudwatch/home?region=${AWS::Region}#dashboards:name="

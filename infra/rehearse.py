@@ -129,10 +129,12 @@ def ministack(workdir: Path) -> Iterator[str]:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def run_deploy(endpoint: str, stage: str, command_name: str = "deploy") -> str:
+def run_deploy(endpoint: str, stage: str, command_name: str = "deploy", front_door: str = "http") -> str:
     """``python -m infra.deploy deploy`` (or ``destroy``) against the emulator; its standard output (shown as it
     goes)."""
     command = [sys.executable, "-m", "infra.deploy", command_name, "--stage", stage, "--region", REGION]
+    if command_name == "deploy":
+        command += ["--front-door", front_door]
     done = subprocess.run(command, cwd=ROOT, env=emulator_environment(endpoint), stdout=subprocess.PIPE,
                           text=True, check=False)
     typer.echo(done.stdout, nl=False)
@@ -209,18 +211,18 @@ class GrpcEdgeProcess:
         return code == 0
 
 
-def rehearse(endpoint: str, stage: str, pytest_args: list[str]) -> int:
+def rehearse(endpoint: str, stage: str, pytest_args: list[str], front_door: str = "http") -> int:
     started = time.monotonic()
-    say(f"deploy stage {stage} into {endpoint} (make deploy's command and templates)")
-    run_deploy(endpoint, stage)
+    say(f"deploy stage {stage} into {endpoint} behind {front_door.upper()} APIs (make deploy's command and templates)")
+    run_deploy(endpoint, stage, front_door=front_door)
     say("deploy again: nothing may change")
-    second = run_deploy(endpoint, stage)
+    second = run_deploy(endpoint, stage, front_door=front_door)
     if "no changes:" not in second:
         say("FAILED: the second deploy changed the stage")
         return 1
     say("destroy the stage (its data stays), then deploy it again: what a destroy keeps must not block the deploy")
     run_deploy(endpoint, stage, "destroy")
-    third = run_deploy(endpoint, stage)
+    third = run_deploy(endpoint, stage, front_door=front_door)
     url = api_url(endpoint, third)
     logs = Path(tempfile.mkdtemp(prefix="metro-grpc-edge-"))
     edge = GrpcEdgeProcess(endpoint, stage, logs / "grpc-edge.log")
@@ -266,14 +268,16 @@ def main(
                                  help="an emulator already running (LocalStack: http://localhost:4566); "
                                       "default: start ministack"),
     stage: str = typer.Option("dev", help="the stage of .chalice/config.json to deploy"),
+    front_door: str = typer.Option("http", envvar="REHEARSE_FRONT_DOOR",
+                                   help="http (make deploy's default) or rest, as infra.deploy's --front-door"),
     pytest_args: list[str] = typer.Argument(None, help="more pytest arguments, e.g. -x -k push"),
 ) -> None:
     """Deploy twice (the second must change nothing), then run tests/rehearsal/ against the deployed API."""
     if endpoint:
-        raise typer.Exit(rehearse(endpoint, stage, pytest_args or []))
+        raise typer.Exit(rehearse(endpoint, stage, pytest_args or [], front_door))
     workdir = Path(tempfile.mkdtemp(prefix="metro-rehearse-"))
     with ministack(workdir) as url:
-        code = rehearse(url, stage, pytest_args or [])
+        code = rehearse(url, stage, pytest_args or [], front_door)
     code = code or deployed_calls_allowed(iam_calls_dir(workdir))
     if code == 0:
         shutil.rmtree(workdir, ignore_errors=True)

@@ -12,13 +12,14 @@ deploy command hands to CloudFormation:
   failure reports, bisection on error, a parallelization factor, and an on-failure destination: an
   SQS queue (the records a batch could not fan out, kept 14 days) with an alarm on its depth;
 * the push function's token issuer (``METRO_PUBLIC_URL``): the stage's API Gateway URL, whose
-  ``/v1/jwks`` serves the keys (the API function cannot name its own API: the API refers to it);
+  ``/v1/jwks`` serves the keys (the API function cannot name its own REST API: that API refers to it);
 * the fan-out function's asynchronous invocations of itself, one per slice of a wide topic
   (infra/fanout_slices.py);
 * reserved concurrency for the functions asked for;
 * the pyarrow layer (infra/layer.py) on every function: each may read a compacted body from the archive;
-* the AMS dialect's API (infra/ams_stage.py): the same handler behind a second API whose stage says
-  ``dialect=ams``.
+* the front door (docs/decisions/front-door.md): an API Gateway HTTP API per dialect by default
+  (infra/http_api.py), or, with ``front_door="rest"``, Chalice's REST API and a second one whose stage says
+  ``dialect=ams`` (infra/ams_stage.py); the same handler behind both dialects either way.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chalicelib.store.log import UNFANNED_SHARD
-from infra import fanout_slices, lambda_runtime, observability
+from infra import fanout_slices, http_api, lambda_runtime, observability
 from infra.ams_stage import add_ams_api, add_ams_domain
 from infra.names import StageNames
 
@@ -43,6 +44,7 @@ LAYER_ID = "PyarrowLayer"
 # marks them). TTL deletes, the handler's own marking (MODIFY) and directly fanned items never invoke it.
 FANOUT_RECORDS = {"eventName": ["INSERT"], "dynamodb": {"NewImage": {UNFANNED_SHARD: {"S": [{"exists": True}]}}}}
 FOURTEEN_DAYS = 14 * 86400
+FRONT_DOORS = ("http", "rest")
 
 Template = dict[str, Any]
 
@@ -66,6 +68,11 @@ class Settings:
     layer_key: str = ""  # the pyarrow layer's zip in code_bucket (infra/layer.py); "" = no layer
     ams_domain: str = ""  # a host name for the AMS dialect (infra/ams_stage.py), with its certificate's ARN
     ams_certificate_arn: str = ""
+    front_door: str = "http"  # "http": API Gateway HTTP APIs (infra/http_api.py); "rest": Chalice's REST API
+
+    def __post_init__(self) -> None:
+        if self.front_door not in FRONT_DOORS:
+            raise ValueError(f"front_door must be one of {FRONT_DOORS}, not {self.front_door!r}")
 
 
 def _stage_environment(props: dict[str, Any], names: StageNames) -> None:
@@ -146,6 +153,18 @@ def _grant_dlq(role: dict[str, Any]) -> None:
                              "Resource": [{"Fn::GetAtt": [DLQ_ID, "Arn"]}]})
 
 
+def _front_door(out: Template, settings: Settings) -> None:
+    """The APIs of both dialects in front of the API function, and the AMS custom domain if asked for."""
+    if settings.front_door == "http":
+        http_api.add(out, settings.stage)
+        if settings.ams_domain:
+            http_api.add_ams_domain(out, settings.ams_domain, settings.ams_certificate_arn)
+        return
+    add_ams_api(out["Resources"], out.setdefault("Outputs", {}))
+    if settings.ams_domain:
+        add_ams_domain(out["Resources"], out["Outputs"], settings.ams_domain, settings.ams_certificate_arn)
+
+
 def merge(packaged: Template, settings: Settings) -> Template:
     """The deployable app template (``packaged`` is left unchanged)."""
     names = StageNames(settings.stage)
@@ -158,6 +177,7 @@ def merge(packaged: Template, settings: Settings) -> Template:
         _stage_environment(props, names)
         if function in settings.reserved_concurrency:
             props["ReservedConcurrentExecutions"] = settings.reserved_concurrency[function]
+    _front_door(out, settings)
     push_env = resources[FUNCTION_IDS["push"]]["Properties"]["Environment"]["Variables"]
     push_env.setdefault("METRO_PUBLIC_URL", _public_url(out))  # a stage's own setting (a custom domain) wins
     if settings.layer_key:
@@ -173,9 +193,6 @@ def merge(packaged: Template, settings: Settings) -> Template:
     _grant_dlq(resources["FanoutRole"])
     fanout_slices.add(resources, names, FUNCTION_IDS["fanout"], DLQ_ID)
     out.setdefault("Outputs", {})["FanoutFailuresQueueUrl"] = {"Value": {"Ref": DLQ_ID}}
-    add_ams_api(resources, out["Outputs"])
-    if settings.ams_domain:
-        add_ams_domain(resources, out["Outputs"], settings.ams_domain, settings.ams_certificate_arn)
     observability.add(out, settings.stage, settings.alarm_topic_arn, settings.alarm_email, settings.log_retention_days)
     out["Description"] = f"Metro app, stage {settings.stage} (chalice package, merged by infra/template.py)"
     return out

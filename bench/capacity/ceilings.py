@@ -33,13 +33,30 @@ class WideTopic:
     query_requests_s: float = math.inf
 
 
-def topic_publish_requests_s(q: Quotas = DEFAULT_QUOTAS, item_bytes: int = ops.LOG_ITEM_BYTES) -> float:
-    """One topic's publish requests/s: its messages-table partition (one item each), or its S3 prefix."""
-    return min(q.ddb_partition_wcu / ops.write_units(item_bytes), float(q.s3_put_per_prefix))
+def topic_log_requests_s(per_request: int = 10, message_bytes: int = 1024, ordered: bool = False,
+                         h: Handlers | None = None, q: Quotas = DEFAULT_QUOTAS) -> float:
+    """Publish requests/s one topic's log partitions take: an item each, of ``ceil(bytes / 1 KiB)`` write units,
+    spread over the unordered keys (requests with ordering keys all on the topic's own)."""
+    h = h or Handlers()
+    inline = ops.logged_inline(per_request, message_bytes, log_max=h.log_inline_max_bytes,
+                               inline_max=h.inline_max_bytes)
+    item = ops.log_item_bytes(per_request, message_bytes, inline)
+    return ops.log_partitions(ordered) * q.ddb_partition_wcu / ops.write_units(item)
 
 
-def topic_messages_s(per_request: int, q: Quotas = DEFAULT_QUOTAS) -> float:
-    return topic_publish_requests_s(q) * per_request
+def topic_publish_requests_s(per_request: int = 10, message_bytes: int = 1024, ordered: bool = False,
+                             h: Handlers | None = None, q: Quotas = DEFAULT_QUOTAS) -> float:
+    """One topic's publish requests/s: its log partitions, and its S3 prefix for the requests with an object."""
+    h = h or Handlers()
+    log = topic_log_requests_s(per_request, message_bytes, ordered, h, q)
+    if ops.logged_inline(per_request, message_bytes, log_max=h.log_inline_max_bytes, inline_max=h.inline_max_bytes):
+        return log
+    return min(log, float(q.s3_put_per_prefix))
+
+
+def topic_messages_s(per_request: int, message_bytes: int = 1024, ordered: bool = False, h: Handlers | None = None,
+                     q: Quotas = DEFAULT_QUOTAS) -> float:
+    return topic_publish_requests_s(per_request, message_bytes, ordered, h, q) * per_request
 
 
 def max_long_pulls(other_concurrency: float = 0.0, q: Quotas = DEFAULT_QUOTAS) -> float:

@@ -92,9 +92,11 @@ def quota_rows(q: Quotas = DEFAULT_QUOTAS) -> list[QuotaRow]:
         QuotaRow("DynamoDB partition throughput", f"{_n(q.ddb_partition_wcu)} WCU/s and {_n(q.ddb_partition_rcu)} "
                  "RCU/s per partition",
                  "one item per publish request in the messages table; its sort key (the request id) grows "
-                 "monotonically within the topic's partition key, so writes always land at the end of the key's "
-                 "range and the partition cannot split for throughput: one topic's publish requests/s <= "
-                 f"{_n(q.ddb_partition_wcu)} / the item's write units (1 for the ~170-byte item)",
+                 "monotonically within its partition key, so writes always land at the end of the key's range and "
+                 "the partition cannot split for throughput. A topic's unordered requests spread over 4 keys, its "
+                 "requests with ordering keys stay on one: one topic's publish requests/s <= 4 (or 1) x "
+                 f"{_n(q.ddb_partition_wcu)} / the item's write units (1 for the ~170-byte item of a request in S3, "
+                 "one per KiB for a small request's bytes kept in the item)",
                  _AWS + "amazondynamodb/latest/developerguide/bp-partition-key-design.html"),
         QuotaRow("DynamoDB on-demand table", f"{_n(q.ddb_on_demand_initial_wcu)} WCU/s when new, then twice the "
                  f"previous peak (a new peak counts after {q.ddb_on_demand_growth_window_s / 60:.0f} min); "
@@ -103,13 +105,16 @@ def quota_rows(q: Quotas = DEFAULT_QUOTAS) -> list[QuotaRow]:
                  _AWS + "amazondynamodb/latest/developerguide/on-demand-capacity-mode.html"),
         QuotaRow("S3 request rate", f"{_n(q.s3_put_per_prefix)} PUT/s and {_n(q.s3_get_per_prefix)} GET/s per "
                  "prefix",
-                 "one PutObject per publish request under `raw/<project>/<topic>/<date>/<hour>/`: one prefix per "
-                 "topic (and hour); the partition limit of the same topic binds first",
+                 "one PutObject per publish request above METRO_LOG_INLINE_MAX_BYTES (7,168 raw bytes) under "
+                 "`raw/<project>/<topic>/<date>/<hour>/`: one prefix per topic (and hour), which binds before the "
+                 "topic's four log partitions",
                  _AWS + "AmazonS3/latest/userguide/optimizing-performance.html"),
         QuotaRow("SQS standard queues", f"no throughput limit; {q.sqs_batch_entries} entries per batch call, one "
                  f"queue per call; Metro packs {_n(q.sqs_batch_bytes)} bytes per SendMessageBatch (SQS accepts "
                  f"1 MiB since 2025); {_n(q.sqs_in_flight_standard)} in flight per queue",
-                 "fan-out: a publish request of n messages costs ceil(n / 10) SendMessageBatch per subscription, so "
+                 "fan-out: a publish request of n messages costs ceil(n / 10) SendMessageBatch per subscription (a "
+                 "pull subscription getting more than ten takes them in packs of up to 64 KiB, up to ten packs a "
+                 "call), so "
                  "a topic of 10,000 subscriptions makes 10,000 sends per request (publish sends itself for up to "
                  "METRO_DIRECT_FANOUT_MAX_SUBSCRIPTIONS, 20; above, the stream's fan-out does, one topic's records "
                  "in order in one lane, which hands a topic of more than 128 out in parallel slices)",

@@ -6,10 +6,12 @@ import math
 from pathlib import Path
 
 from bench.capacity import ceilings
+from bench.capacity import usage as ops
 from bench.capacity.profile import DEFAULT, Handlers, Profile
 from bench.capacity.quotas import DEFAULT_QUOTAS, Quotas, quota_rows
 from bench.capacity.simulate import QUOTA_ORDER, DayResult, HourStats
 from bench.pricing import PRICES, PRICES_AS_OF
+from chalicelib.core.log_keys import LOG_SHARDS
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "deploy.md"
 COMMAND = "`python -m bench.capacity --write-docs`"
@@ -45,6 +47,19 @@ def quotas_markdown(q: Quotas = DEFAULT_QUOTAS) -> str:
     return "\n".join(lines)
 
 
+def _topic_rate(h: Handlers, q: Quotas) -> str:
+    """One topic's publish ceilings at 1, 10 and 100 messages of 1 KiB a request, without and with ordering keys."""
+    sizes = (1, 10, 100)
+
+    def rates(ordered: bool) -> str:
+        msgs = " / ".join(_n(ceilings.topic_messages_s(n, ordered=ordered, h=h, q=q)) for n in sizes)
+        reqs = " / ".join(_n(ceilings.topic_publish_requests_s(n, ordered=ordered, h=h, q=q)) for n in sizes)
+        return f"{msgs} msg/s ({reqs} requests/s)"
+
+    return (f"{rates(False)} at 1 / 10 / 100 messages of 1 KiB per request; with ordering keys {rates(True)} "
+            f"(before the log spread over partitions: 1,000 requests/s, 1,000 / 10,000 / 100,000 msg/s)")
+
+
 def ceilings_markdown(day: DayResult, h: Handlers | None = None, q: Quotas = DEFAULT_QUOTAS) -> str:
     h = h or Handlers()
     peak = day.peak_hour
@@ -65,11 +80,13 @@ def ceilings_markdown(day: DayResult, h: Handlers | None = None, q: Quotas = DEF
          f"{_n(ceilings.max_long_pulls(others, q))} at the default day's peak ({_n(others)} other executions)",
          f"a pull holds its Lambda for up to METRO_PULL_WAIT_SECONDS ({h.pull_wait_s:.0f} s) when its queue is "
          f"empty; each waiting pull also bills {h.pull_wait_s:.0f} s of Lambda time"),
-        ("One topic's publish rate", f"{_n(ceilings.topic_publish_requests_s(q))} requests/s: "
-         + " / ".join(_n(ceilings.topic_messages_s(n, q)) for n in (1, 10, 100))
-         + " msg/s at 1 / 10 / 100 messages per request",
-         f"one messages-table item per request on the topic's partition key ({_n(q.ddb_partition_wcu)} WCU/s); "
-         f"S3's {_n(q.s3_put_per_prefix)} PUT/s per prefix comes later"),
+        ("One topic's publish rate", _topic_rate(h, q),
+         f"one messages-table item per request, on one of the topic's {LOG_SHARDS} unordered partition keys "
+         f"({_n(q.ddb_partition_wcu)} WCU/s each; requests with ordering keys all on the topic's own); a request "
+         f"of up to {h.log_inline_max_bytes:,} raw bytes keeps them in its item (one write unit per KiB: "
+         f"{ops.write_units(ops.log_item_bytes(1, 1024, True))} for one 1 KiB message) and writes no S3 object; a "
+         f"larger one puts an object under the topic's S3 prefix ({_n(q.s3_put_per_prefix)} PUT/s), which binds "
+         f"before the partitions"),
         ("A wide topic's fan-out (requests of 10 x 1 KiB)", "; ".join(lane(w) for w in wide),
          f"ceil(n / 10) SendMessageBatch per subscription, {h.send_threads} at a time; above "
          f"{h.direct_fanout_max_subscriptions} subscriptions the stream fans out, one topic's records in order; "
@@ -83,7 +100,8 @@ def ceilings_markdown(day: DayResult, h: Handlers | None = None, q: Quotas = DEF
         ("S3 PUT per publish request", f"{_usd(PRICES['s3_put_class'].usd)} per 1,000: 50,000 msg/s costs "
          f"{_usd(ceilings.s3_put_usd_per_month(50_000, 10))} a month in requests of 10, "
          f"{_usd(ceilings.s3_put_usd_per_month(50_000, 100))} in requests of 100",
-         "one PutObject per publish request, whatever its size: batch publishes"),
+         f"one PutObject per publish request of more than {h.log_inline_max_bytes:,} raw bytes (requests of 10 x 1 "
+         f"KiB included), none below: batch publishes"),
         ("One push subscription", f"{_n(ceilings.push_messages_s(h))} msg/s",
          f"the mapping's MaximumConcurrency ({h.push_max_concurrency}) x batches of {h.push_batch_size}, each an "
          f"invocation of {h.push_endpoint_ms:.0f} ms of webhook plus Metro's calls"),

@@ -162,6 +162,9 @@ class ClassModel:
     fanout_batch: Operation  # per fan-out invocation: the invocation and the subscriptions Query
     push: Operation
     wide: bool
+    logged_inline: bool  # its requests keep their bytes in the log item: no S3 PUT
+    item_bytes: int  # its log item
+    partitions: int  # partition keys its log spreads over
 
 
 class Day:
@@ -193,6 +196,8 @@ class Day:
         wide = subs > h.direct_fanout_max_subscriptions
         threads, inline = h.send_threads, h.inline_max_bytes
         fanout, slices, count = None, None, 0
+        logged = ops.logged_inline(c.per_request, c.message_bytes, streamed=wide, log_max=h.log_inline_max_bytes,
+                                   inline_max=inline)
         if wide and ops.slice_count(subs, h.fanout_slice_subscriptions):
             cut = ops.fanout_sliced(c.per_request, c.message_bytes, subs, h.fanout_slice_subscriptions,
                                     threads=threads, inline_max=inline, q=self.q)
@@ -203,13 +208,17 @@ class Day:
         return ClassModel(
             topic=c,
             publish=ops.publish(c.per_request, c.message_bytes, subs, direct_max=h.direct_fanout_max_subscriptions,
-                                threads=threads, inline_max=inline, q=self.q),
+                                threads=threads, inline_max=h.inline_max_bytes, log_inline_max=h.log_inline_max_bytes,
+                                pull=c.subscriptions.pull, q=self.q),
             fanout=fanout,
             slices=slices,
             slice_count=count,
             fanout_batch=ops.fanout_batch(subs),
             push=ops.push_batch(h.push_endpoint_ms),
             wide=wide,
+            logged_inline=logged,
+            item_bytes=ops.log_item_bytes(c.per_request, c.message_bytes, logged),
+            partitions=ops.log_partitions(c.ordered),
         )
 
     # -- consumers ---------------------------------------------------------------------------------------------
@@ -324,20 +333,23 @@ class Day:
         hour.peak_api_rps = max(hour.peak_api_rps, api_demand * f_api)
         reached = f_api * f_scale * f_lambda  # the share of publish requests a handler runs for
 
-        # per topic: S3 PUT rate of the prefix, then the topic's partition; then the table
+        # per topic: S3 PUT rate of the prefix (requests not logged inline), then the topic's log partitions (the
+        # requests spread evenly over them); then the table
         written = [0.0] * n
         table_wcu = 0.0
         for i, cm in enumerate(self.models):
             puts = pub[i] * reached
-            f_s3 = min(1.0, q.s3_put_per_prefix / puts) if puts else 1.0
-            hour.peak(S3_PREFIX, puts / q.s3_put_per_prefix)
-            hour.peak_prefix_puts = max(hour.peak_prefix_puts, puts)
-            self._throttle(S3_PREFIX, counts[i] * puts * (1 - f_s3) * dt, t, puts / q.s3_put_per_prefix)
-            wcu = puts * f_s3 * ops.partition_writes(cm.wide)
-            f_part = min(1.0, q.ddb_partition_wcu / wcu) if wcu else 1.0
-            hour.peak(DDB_PARTITION, wcu / q.ddb_partition_wcu)
-            hour.peak_partition_wcu = max(hour.peak_partition_wcu, wcu * f_part)
-            self._throttle(DDB_PARTITION, counts[i] * puts * f_s3 * (1 - f_part) * dt, t, wcu / q.ddb_partition_wcu)
+            s3_puts = 0.0 if cm.logged_inline else puts
+            f_s3 = min(1.0, q.s3_put_per_prefix / s3_puts) if s3_puts else 1.0
+            hour.peak(S3_PREFIX, s3_puts / q.s3_put_per_prefix)
+            hour.peak_prefix_puts = max(hour.peak_prefix_puts, s3_puts)
+            self._throttle(S3_PREFIX, counts[i] * puts * (1 - f_s3) * dt, t, s3_puts / q.s3_put_per_prefix)
+            wcu = puts * f_s3 * ops.partition_writes(cm.wide, cm.item_bytes)
+            limit = q.ddb_partition_wcu * cm.partitions
+            f_part = min(1.0, limit / wcu) if wcu else 1.0
+            hour.peak(DDB_PARTITION, wcu / limit)
+            hour.peak_partition_wcu = max(hour.peak_partition_wcu, wcu * f_part / cm.partitions)
+            self._throttle(DDB_PARTITION, counts[i] * puts * f_s3 * (1 - f_part) * dt, t, wcu / limit)
             # a request the partition refused has stored its object and sent its messages already
             hour.usage.add(cm.publish.usage, counts[i] * puts * f_s3 * (1 - f_part) * dt)
             written[i] = puts * f_s3 * f_part

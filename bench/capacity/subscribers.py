@@ -37,9 +37,10 @@ class Consumers:
 
 
 def _cycle(m: float, c: TopicClass, h: Handlers) -> tuple[Operation, Operation, float]:
+    k = ops.messages_per_queue_message(c.per_request, c.message_bytes, h.inline_max_bytes)  # packs
     pull = ops.pull(m, c.message_bytes, c.subscriptions.max_messages, per_request=c.per_request,
-                    inline_max=h.inline_max_bytes)
-    ack = ops.acknowledge(m)
+                    inline_max=h.inline_max_bytes, per_queue_message=k)
+    ack = ops.acknowledge(m, k)
     return pull, ack, (pull.ms + ack.ms) / 1000 + h.client_gap_s
 
 

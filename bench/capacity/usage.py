@@ -3,12 +3,19 @@
 The arithmetic follows the code paths (docs/architecture.md) and bench's meter (bench/meter.py) so that the model
 and the benchmark count alike:
 
-- publish: one S3 PutObject, one consistent Query for the topic's subscriptions (about 460 bytes per
-  subscription item), ``ceil(n / per_batch)`` SendMessageBatch per subscription when publish fans out itself, one
-  PutItem of the log item (about 170 bytes: 1 write unit);
-- pull of m messages: ``m / 10`` ReceiveMessage plus the empty receive that ends it (none when it reached
-  maxMessages), one S3 range GET per raw object when bodies are not inline;
-- acknowledge of m ids: ``m / 10`` DeleteMessageBatch;
+- publish: one consistent Query for the topic's subscriptions (about 460 bytes per subscription item), the
+  sends per subscription when publish fans out itself, and the log item's PutItem. A request whose raw bytes fit
+  ``METRO_LOG_INLINE_MAX_BYTES`` (7,168; a quarter of it when the stream fans the request out) keeps them in its
+  log item: no S3 object, an item of about 170 bytes plus the request's, ``ceil(bytes / 1 KiB)`` write units
+  (docs/decisions/log-inline-bodies.md); a larger one keeps the S3 PutObject and the small item. The topic's log
+  spreads over ``LOG_SHARDS`` partition keys, the requests with ordering keys on one (core/log_keys.py);
+- sends to one subscription: ``ceil(n / 10)`` SendMessageBatch of one message per queue message, or, for a request
+  of more than ten messages to a pull subscription, packs of up to 64 KiB of queue bodies sent ten (and 256 KiB)
+  to a call, each call billed per started 64 KiB (core/queueing/packs.py);
+- pull of m messages: a ReceiveMessage per ten queue messages (packs count as one) plus the empty receive that
+  ends it (none when it reached maxMessages), one S3 range GET per raw object when bodies are not inline; a pull
+  that splits a pack sends its rest back, which the model leaves out;
+- acknowledge of m ids: a DeleteMessageBatch per ten queue messages (one per delivered pack);
 - push batch: the mapping's ReceiveMessage, Metro's DeleteMessageBatch, the mapping's own delete of the
   batch, the throttle GetItem (eventually consistent: half a read unit);
 - fan-out of one stream record (topics above the direct fan-out threshold): one S3 GetObject, the
@@ -29,12 +36,18 @@ from dataclasses import dataclass, fields
 
 from bench.capacity.quotas import DEFAULT_QUOTAS, KIB, Quotas
 from bench.pricing import LAMBDA_MEMORY_GB, MODEL_CALL_MS, PRICES
+from chalicelib.core.log_keys import LOG_SHARDS
+from chalicelib.core.queueing.packs import PACK_BYTES, PACK_FROM
 
 SQS_CHUNK = 64 * KIB  # SQS bills one request per started 64 KiB of payload
 ENVELOPE_OVERHEAD = 109  # queue body bytes around the base64 data (bench/results.json A: 1,477 for 1 KiB)
 POINTER_ENVELOPE = 185  # a queue body that points into the raw object (bench/results.json C)
 SUBSCRIPTION_ITEM_BYTES = 460  # a subscription item as the publish Query reads it (bench/results.json A)
 LOG_ITEM_BYTES = 170  # the messages table's item of one publish request (bench/results.json A: 164)
+LOG_INLINE_MAX_BYTES = 7 * KIB  # METRO_LOG_INLINE_MAX_BYTES: a request's raw bytes kept in its log item up to this
+STREAMED_INLINE_SHARE = 4  # service/publish.py STREAM_ITEM_WRITES: a streamed request keeps a quarter of the limit
+REQUEST_BYTES_PER_MESSAGE = 64  # a message's raw bytes besides its data (attributes, id, the line's framing)
+PACK_MAX_MESSAGES = 100  # METRO_PACK_MAX_MESSAGES
 MAX_PULL_RESPONSE_BYTES = 4_000_000  # chalicelib/core/limits.py
 PULL_RESPONSE_OVERHEAD = 200  # bytes of a received message around its base64 data
 HANDLER_COMPUTE_MS = 5.0  # a handler's own time besides its AWS calls
@@ -86,15 +99,15 @@ class Usage:
         return {"API Gateway": self.apigw, "Lambda": self.invocations, "S3": self.s3_put + self.s3_get,
                 "DynamoDB": self.ddb_calls, "SQS": self.sqs_calls}
 
-    def cost_by_price(self) -> dict[str, float]:
-        """Dollars by bench.pricing price key."""
-        quantities = {"apigw_rest": self.apigw, "lambda_invocation": self.invocations, "lambda_gb_s": self.gb_s,
+    def cost_by_price(self, gateway: str = "apigw_http") -> dict[str, float]:
+        """Dollars by bench.pricing price key (``gateway``: the front door's price, the HTTP API's by default)."""
+        quantities = {gateway: self.apigw, "lambda_invocation": self.invocations, "lambda_gb_s": self.gb_s,
                       "s3_put_class": self.s3_put, "s3_get_class": self.s3_get, "ddb_write_unit": self.ddb_wu,
                       "ddb_read_unit": self.ddb_ru, "sqs_request": self.sqs}
         return {key: q * PRICES[key].each for key, q in quantities.items()}
 
-    def cost(self) -> float:
-        return sum(self.cost_by_price().values())
+    def cost(self, gateway: str = "apigw_http") -> float:
+        return sum(self.cost_by_price(gateway).values())
 
 
 _FIELDS = tuple(f.name for f in fields(Usage))
@@ -117,6 +130,63 @@ def is_inline(message_bytes: int, inline_max: int = 40 * KIB) -> bool:
     return envelope_bytes(message_bytes, inline_max) != POINTER_ENVELOPE
 
 
+def request_bytes(n: int, message_bytes: int) -> int:
+    """A publish request's raw bytes (what goes to S3, or into the log item)."""
+    return n * (message_bytes + REQUEST_BYTES_PER_MESSAGE)
+
+
+def logged_inline(n: int, message_bytes: int, *, streamed: bool = False, log_max: int = LOG_INLINE_MAX_BYTES,
+                  inline_max: int = 40 * KIB) -> bool:
+    """Whether a request's bytes stay in its log item (no S3 object): they fit the limit (a quarter of it when the
+    stream fans the request out) and every body travels inline in the queue message."""
+    limit = log_max // (STREAMED_INLINE_SHARE if streamed else 1)
+    return request_bytes(n, message_bytes) <= limit and is_inline(message_bytes, inline_max)
+
+
+def log_item_bytes(n: int, message_bytes: int, inline: bool) -> int:
+    return LOG_ITEM_BYTES + (request_bytes(n, message_bytes) if inline else 0)
+
+
+def log_partitions(ordered: bool) -> int:
+    """Partition keys a topic's requests spread over: the topic's own for requests with ordering keys."""
+    return 1 if ordered else LOG_SHARDS
+
+
+def packed(n: int) -> bool:
+    """Whether a request's ``n`` messages reach a pull subscription in packs (more than one send's ten)."""
+    return n >= PACK_FROM
+
+
+def pack_members(message_bytes: int, inline_max: int = 40 * KIB) -> int:
+    """Messages one pack holds: its bodies (each with a separator) within 64 KiB, at most METRO_PACK_MAX_MESSAGES."""
+    return max(1, min(PACK_MAX_MESSAGES, (PACK_BYTES - 1) // (envelope_bytes(message_bytes, inline_max) + 1)))
+
+
+def queue_messages(n: int, message_bytes: int, in_packs: bool, inline_max: int = 40 * KIB) -> int:
+    """SQS messages a request's ``n`` messages make for one subscription."""
+    return math.ceil(n / pack_members(message_bytes, inline_max)) if in_packs and packed(n) else n
+
+
+def subscription_sends(n: int, message_bytes: int, in_packs: bool, inline_max: int = 40 * KIB,
+                       q: Quotas = DEFAULT_QUOTAS) -> tuple[int, int]:
+    """SendMessageBatch calls (and the SQS requests they bill) for a request's ``n`` messages to one subscription:
+    one message per queue message, or packs for a pull subscription getting more than ten."""
+    envelope = envelope_bytes(message_bytes, inline_max)
+    count = queue_messages(n, message_bytes, in_packs, inline_max)
+    if count == n:
+        return send_calls(n, envelope, q)
+    return send_calls(count, math.ceil((n * (envelope + 1) + count) / count), q)
+
+
+def fan_sends(n: int, message_bytes: int, subscriptions: int, pull: int | None, inline_max: int,
+              q: Quotas) -> tuple[int, int]:
+    """The sends of one request to ``subscriptions`` subscriptions, ``pull`` of them (None: all) pull ones."""
+    pulls = subscriptions if pull is None else min(pull, subscriptions)
+    pc, pb = subscription_sends(n, message_bytes, True, inline_max, q)
+    oc, ob = subscription_sends(n, message_bytes, False, inline_max, q)
+    return pc * pulls + oc * (subscriptions - pulls), pb * pulls + ob * (subscriptions - pulls)
+
+
 def send_calls(n: int, envelope: int, q: Quotas = DEFAULT_QUOTAS) -> tuple[int, int]:
     """SendMessageBatch calls for ``n`` messages to one queue and the SQS requests they bill."""
     per_call = max(1, min(q.sqs_batch_entries, q.sqs_batch_bytes // envelope))
@@ -136,10 +206,10 @@ def write_units(item_bytes: int) -> int:
     return max(1, math.ceil(item_bytes / KIB))
 
 
-def partition_writes(wide: bool) -> int:
-    """Write units one publish request costs its topic's partition of the messages table: the log item, and for a
-    topic the stream fans out, the fan-out's UpdateItem of the same item."""
-    return write_units(LOG_ITEM_BYTES) * (2 if wide else 1)
+def partition_writes(wide: bool, item_bytes: int = LOG_ITEM_BYTES) -> int:
+    """Write units one publish request costs its topic's log partitions: the log item, and for a topic the stream
+    fans out, the fan-out's UpdateItem of the same item (billed by the item's size)."""
+    return write_units(item_bytes) * (2 if wide else 1)
 
 
 def _query_ru(subscriptions: int) -> float:
@@ -170,18 +240,19 @@ class Operation:
 
 
 def publish(n: int, message_bytes: int, subscriptions: int, *, direct_max: int = 20, threads: int = 32,
-            inline_max: int = 40 * KIB, q: Quotas = DEFAULT_QUOTAS) -> Operation:
-    """One publish request of ``n`` messages to a topic of ``subscriptions`` subscriptions."""
-    blob = n * (message_bytes + 64)
-    calls, billed = send_calls(n, envelope_bytes(message_bytes, inline_max), q)
+            inline_max: int = 40 * KIB, log_inline_max: int = LOG_INLINE_MAX_BYTES, pull: int | None = None,
+            q: Quotas = DEFAULT_QUOTAS) -> Operation:
+    """One publish request of ``n`` messages to a topic of ``subscriptions`` subscriptions (``pull`` of them pull
+    subscriptions, which get packs; None: all)."""
     direct = subscriptions <= direct_max
-    sends, sqs = (calls * subscriptions, billed * subscriptions) if direct else (0, 0)
-    ms = (HANDLER_COMPUTE_MS + S3_PUT_MS + blob / S3_BYTES_PER_MS  # the Query overlaps the PutObject
-          + _rounds(sends, threads) * SQS_MS + DDB_MS)
+    inline = logged_inline(n, message_bytes, streamed=not direct, log_max=log_inline_max, inline_max=inline_max)
+    sends, sqs = fan_sends(n, message_bytes, subscriptions, pull, inline_max, q) if direct else (0, 0)
+    put_ms = 0.0 if inline else S3_PUT_MS + request_bytes(n, message_bytes) / S3_BYTES_PER_MS
+    ms = HANDLER_COMPUTE_MS + put_ms + _rounds(sends, threads) * SQS_MS + DDB_MS  # the Query overlaps the PutObject
     # an item publish did not fan out also goes into the sparse ``unfanned`` index (one more write unit)
-    usage = Usage(apigw=1, invocations=1, s3_put=1, ddb_calls=_query_pages(subscriptions) + 1,
-                  ddb_wu=write_units(LOG_ITEM_BYTES) + (0 if direct else 1), ddb_ru=_query_ru(subscriptions),
-                  sqs_calls=sends, sqs=sqs)
+    usage = Usage(apigw=1, invocations=1, s3_put=0 if inline else 1, ddb_calls=_query_pages(subscriptions) + 1,
+                  ddb_wu=write_units(log_item_bytes(n, message_bytes, inline)) + (0 if direct else 1),
+                  ddb_ru=_query_ru(subscriptions), sqs_calls=sends, sqs=sqs)
     usage.gb_s = _gb_s(ms)
     return Operation(usage, ms)
 
@@ -192,11 +263,10 @@ def fanout_record(n: int, message_bytes: int, subscriptions: int, *, threads: in
     the sends of one record, and the UpdateItem that marks the log item fanned out (and drops it from the
     ``unfanned`` index: two write units). The invocation and the subscriptions Query are per batch:
     :func:`fanout_batch`."""
-    blob = n * (message_bytes + 64)
-    calls, billed = send_calls(n, envelope_bytes(message_bytes, inline_max), q)
-    sends = calls * subscriptions
+    blob = request_bytes(n, message_bytes)
+    sends, sqs = fan_sends(n, message_bytes, subscriptions, None, inline_max, q)
     ms = S3_GET_MS + blob / S3_BYTES_PER_MS + _rounds(sends, threads) * SQS_MS + DDB_MS
-    usage = Usage(s3_get=1, ddb_calls=1, ddb_wu=2, sqs_calls=sends, sqs=billed * subscriptions)
+    usage = Usage(s3_get=1, ddb_calls=1, ddb_wu=2, sqs_calls=sends, sqs=sqs)
     usage.gb_s = _gb_s(ms)
     return Operation(usage, ms)
 
@@ -230,13 +300,11 @@ def fanout_slice(n: int, message_bytes: int, subscriptions: int, slices: int, *,
                  inline_max: int = 40 * KIB, q: Quotas = DEFAULT_QUOTAS) -> Operation:
     """One slice of ``subscriptions`` subscriptions of a record of a topic cut in ``slices``: its invocation, the
     GetObject, the sends and the UpdateItem that counts it done (the completion item's size in write units)."""
-    blob = n * (message_bytes + 64)
-    calls, billed = send_calls(n, envelope_bytes(message_bytes, inline_max), q)
-    sends = calls * subscriptions
+    blob = request_bytes(n, message_bytes)
+    sends, sqs = fan_sends(n, message_bytes, subscriptions, None, inline_max, q)
     ms = HANDLER_COMPUTE_MS + S3_GET_MS + blob / S3_BYTES_PER_MS + _rounds(sends, threads) * SQS_MS + DDB_MS
     usage = Usage(invocations=1, s3_get=1, ddb_calls=1,
-                  ddb_wu=write_units(COMPLETION_ITEM_BYTES + slices * SLICE_ID_BYTES), sqs_calls=sends,
-                  sqs=billed * subscriptions)
+                  ddb_wu=write_units(COMPLETION_ITEM_BYTES + slices * SLICE_ID_BYTES), sqs_calls=sends, sqs=sqs)
     usage.gb_s = _gb_s(ms)
     return Operation(usage, ms)
 
@@ -260,23 +328,33 @@ def fanout_sliced(n: int, message_bytes: int, subscriptions: int, per_slice: int
     return SlicedRecord(fanout_dispatch(subscriptions, count, threads), Operation(total, full.ms), count)
 
 
+def messages_per_queue_message(n: int, message_bytes: int, inline_max: int = 40 * KIB) -> float:
+    """A pull subscription's mean messages per SQS message, for publish requests of ``n``."""
+    return n / queue_messages(n, message_bytes, True, inline_max)
+
+
 def pull(m: float, message_bytes: int, max_messages: int, *, per_request: int = 10, wait_s: float = 0.0,
-         inline_max: int = 40 * KIB) -> Operation:
-    """A pull that returns ``m`` messages (a mean: fractions allowed; 0 is an empty long poll of ``wait_s``)."""
+         inline_max: int = 40 * KIB, per_queue_message: float = 1.0) -> Operation:
+    """A pull that returns ``m`` messages (a mean: fractions allowed; 0 is an empty long poll of ``wait_s``), from
+    queue messages of ``per_queue_message`` messages each (packs)."""
     full = m >= max_pull(message_bytes, max_messages)
-    receives = m / 10 + (0 if full else 1)
-    per_receive = max(1, math.ceil(10 * envelope_bytes(message_bytes, inline_max) / SQS_CHUNK)) if m else 1
+    taken = m / per_queue_message  # queue messages received
+    bringing = max(1.0, taken / 10) if m else 0.0  # receives that bring messages, up to ten queue messages each
+    receives = bringing + (0 if full else 1)
+    body = per_queue_message * (envelope_bytes(message_bytes, inline_max) + 1)
+    per_receive = max(1, math.ceil(min(10.0, taken) * body / SQS_CHUNK))
     gets = 0.0 if is_inline(message_bytes, inline_max) or not m else min(m, m / per_request + 1)
     ms = HANDLER_COMPUTE_MS + receives * SQS_MS + gets * S3_GET_MS + wait_s * 1000
     usage = Usage(apigw=1, invocations=1, s3_get=gets, sqs_calls=receives,
-                  sqs=(m / 10) * per_receive + (0 if full else 1))
+                  sqs=bringing * per_receive + (0 if full else 1))
     usage.gb_s = _gb_s(ms)
     return Operation(usage, ms)
 
 
-def acknowledge(m: float) -> Operation:
-    """An acknowledge request of ``m`` ack ids."""
-    deletes = max(1.0, m / 10)
+def acknowledge(m: float, per_queue_message: float = 1.0) -> Operation:
+    """An acknowledge request of ``m`` ack ids, of queue messages of ``per_queue_message`` messages each (a pack
+    all of whose delivered messages are acknowledged is one delete)."""
+    deletes = max(1.0, m / per_queue_message / 10)
     ms = HANDLER_COMPUTE_MS + deletes * SQS_MS
     usage = Usage(apigw=1, invocations=1, sqs_calls=deletes, sqs=deletes)
     usage.gb_s = _gb_s(ms)
@@ -303,5 +381,7 @@ def per_message(n: int, message_bytes: int, subscriptions: int, messages_per_pul
     ``messages_per_pull`` and acknowledged in as many requests (no waiting, no empty pulls)."""
     pub = publish(n, message_bytes, subscriptions, q=q).usage.scaled(1 / n)
     m = messages_per_pull
-    consume = (pull(m, message_bytes, max_messages, per_request=n).usage + acknowledge(m).usage).scaled(1 / m)
+    k = messages_per_queue_message(n, message_bytes)
+    consume = (pull(m, message_bytes, max_messages, per_request=n, per_queue_message=k).usage
+               + acknowledge(m, k).usage).scaled(1 / m)
     return pub + consume.scaled(subscriptions)

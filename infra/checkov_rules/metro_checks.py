@@ -54,14 +54,16 @@ class AlarmHasAction(BaseResourceCheck):
 
 
 class StageAccessLogs(BaseResourceCheck):
-    """Access logs in JSON, and never the query string: AMS keys travel in ``?key=``."""
+    """Access logs in JSON, and never the query string: AMS keys travel in ``?key=``. A REST API's stage
+    (``AccessLogSetting``) or an HTTP API's (``AccessLogSettings``)."""
 
     def __init__(self) -> None:
         super().__init__(name="Every API stage writes access logs without the query string", id="CKV_METRO_4",
-                         categories=LOGGING, supported_resources=("AWS::ApiGateway::Stage",))
+                         categories=LOGGING, supported_resources=("AWS::ApiGateway::Stage", "AWS::ApiGatewayV2::Stage"))
 
     def scan_resource_conf(self, conf: dict[str, Any]) -> CheckResult:
-        setting = _props(conf).get("AccessLogSetting")
+        props = _props(conf)
+        setting = props.get("AccessLogSetting", props.get("AccessLogSettings"))
         if not isinstance(setting, dict) or not setting.get("DestinationArn"):
             return CheckResult.FAILED
         fmt = setting.get("Format")
@@ -70,6 +72,8 @@ class StageAccessLogs(BaseResourceCheck):
 
 
 class StageTracing(BaseResourceCheck):
+    """REST API stages only: an HTTP API has no X-Ray tracing at the gateway."""
+
     def __init__(self) -> None:
         super().__init__(name="Every API stage has X-Ray tracing", id="CKV_METRO_5", categories=LOGGING,
                          supported_resources=("AWS::ApiGateway::Stage",))

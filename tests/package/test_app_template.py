@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from chalicelib.api.dialect import STAGE_VARIABLE, Dialect
-from infra import grpc_stack, policies, template
+from infra import grpc_stack, http_api, policies, template
 from infra.ams_stage import AMS_API_ID, AMS_PERMISSION_ID, API_ID
 from infra.names import FUNCTIONS, StageNames
 from tests.package.packaged import packaged_template
@@ -39,6 +39,11 @@ def packaged() -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def merged(packaged: dict[str, Any]) -> dict[str, Any]:
     return template.merge(packaged, SETTINGS)
+
+
+@pytest.fixture(scope="module")
+def merged_rest(packaged: dict[str, Any]) -> dict[str, Any]:
+    return template.merge(packaged, dataclasses.replace(SETTINGS, front_door="rest"))
 
 
 def test_the_fanout_stream_mapping_reports_failures_bisects_and_keeps_what_fails(merged: dict[str, Any]) -> None:
@@ -79,6 +84,8 @@ def test_functions_get_their_stage_names_code_and_concurrency(packaged: dict[str
         env = props["Environment"]["Variables"]
         assert env["METRO_BUCKET"] == {"Fn::Sub": names.bucket} and env["METRO_MODE"] == "aws"
         own = {"METRO_FANOUT_FUNCTION": names.function("fanout")} if function == "fanout" else {}  # its slices
+        if function == "api_handler":  # which of the HTTP APIs is the AMS dialect's (infra/http_api.py)
+            own = {"METRO_AMS_API_ID": {"Ref": http_api.AMS_API_ID}}
         assert {k: v for k, v in env.items() if k not in ("METRO_BUCKET", "METRO_PUBLIC_URL")} == {
             "METRO_MODE": "aws", **{k: v for k, v in names.environment().items() if k != "METRO_BUCKET"}, **own}
         assert env["METRO_RESOURCES_TABLE"] == "metro-dev-resources" and env["METRO_QUEUE_PREFIX"] == "metro-dev"
@@ -86,17 +93,40 @@ def test_functions_get_their_stage_names_code_and_concurrency(packaged: dict[str
     assert merged["Resources"]["Maintenance"]["Properties"]["Events"]  # the schedule stays
 
 
-def test_the_push_function_signs_tokens_as_the_stages_api(merged: dict[str, Any]) -> None:
+def test_the_push_function_signs_tokens_as_the_stages_api(merged: dict[str, Any], merged_rest: dict[str, Any]) -> None:
     """Without it the deployed push tokens named http://127.0.0.1:8085 (the local default) as their issuer."""
-    variables = {f: merged["Resources"][i]["Properties"]["Environment"]["Variables"]
-                 for f, i in template.FUNCTION_IDS.items()}
-    assert variables["push"]["METRO_PUBLIC_URL"] == {
-        "Fn::Sub": "https://${RestAPI}.execute-api.${AWS::Region}.${AWS::URLSuffix}/dev"}
-    assert "METRO_PUBLIC_URL" not in variables["api_handler"]  # RestAPI refers to it: that would be a cycle
+    for found, url in ((merged, "https://${HttpApi}.execute-api.${AWS::Region}.${AWS::URLSuffix}"),
+                       (merged_rest, "https://${RestAPI}.execute-api.${AWS::Region}.${AWS::URLSuffix}/dev")):
+        variables = {f: found["Resources"][i]["Properties"]["Environment"]["Variables"]
+                     for f, i in template.FUNCTION_IDS.items()}
+        assert variables["push"]["METRO_PUBLIC_URL"] == {"Fn::Sub": url}
+        assert "METRO_PUBLIC_URL" not in variables["api_handler"]  # RestAPI refers to it: that would be a cycle
 
 
-def test_the_ams_api_is_chalices_api_with_the_dialects_stage_variable(merged: dict[str, Any]) -> None:
+def test_the_default_front_door_is_an_http_api_per_dialect(merged: dict[str, Any]) -> None:
     resources = merged["Resources"]
+    assert "RestAPI" not in resources and "APIHandlerInvokePermission" not in resources
+    assert "RestAPIId" not in merged["Outputs"]
+    assert resources["APIHandler"]["Properties"]["Handler"] == "app.handler"  # the payload 2.0 shim
+    for api_id in http_api.APIS:
+        assert resources[api_id]["Properties"]["ProtocolType"] == "HTTP"
+        integration = resources[f"{api_id}Integration"]["Properties"]
+        assert (integration["IntegrationType"], integration["PayloadFormatVersion"]) == ("AWS_PROXY", "2.0")
+        assert integration["TimeoutInMillis"] == 30000
+        assert integration["IntegrationUri"] == {"Fn::GetAtt": ["APIHandler", "Arn"]}
+        route = resources[f"{api_id}Route"]["Properties"]
+        assert route["RouteKey"] == "$default" and route["Target"]["Fn::Join"][1][1] == {"Ref": f"{api_id}Integration"}
+        stage = resources[http_api.stage_id(api_id)]["Properties"]
+        assert (stage["StageName"], stage["AutoDeploy"]) == ("$default", True)
+        assert stage["DefaultRouteSettings"]["ThrottlingRateLimit"] > 0
+        source = resources[f"{api_id}Permission"]["Properties"]["SourceArn"]["Fn::Sub"]
+        assert source.endswith(f":${{{api_id}}}/*")
+    assert merged["Outputs"]["EndpointURL"]["Value"] == http_api.endpoint(http_api.API_ID)
+    assert merged["Outputs"]["AmsEndpointURL"]["Value"] == http_api.endpoint(http_api.AMS_API_ID)
+
+
+def test_the_ams_rest_api_is_chalices_api_with_the_dialects_stage_variable(merged_rest: dict[str, Any]) -> None:
+    resources = merged_rest["Resources"]
     google, ams = resources[API_ID]["Properties"], resources[AMS_API_ID]["Properties"]
     assert ams["Variables"] == {STAGE_VARIABLE: Dialect.AMS.value} and "Variables" not in google
     assert ams["DefinitionBody"] == google["DefinitionBody"]  # every route, the same handler
@@ -104,7 +134,8 @@ def test_the_ams_api_is_chalices_api_with_the_dialects_stage_variable(merged: di
     assert source == {"RestAPIId": {"Ref": AMS_API_ID}}
     assert resources["APIHandlerInvokePermission"]["Properties"]["SourceArn"]["Fn::Sub"][1] == {
         "RestAPIId": {"Ref": API_ID}}
-    assert "AmsEndpointURL" in merged["Outputs"]
+    assert "AmsEndpointURL" in merged_rest["Outputs"]
+    assert resources["APIHandler"]["Properties"]["Handler"] == "app.app"  # Chalice's own, as packaged
 
 
 @pytest.mark.parametrize("function", FUNCTIONS)
@@ -135,11 +166,13 @@ def test_cfn_lint_is_clean_on_the_storage_template() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def test_cfn_lint_is_clean_on_the_merged_app_template(merged: dict[str, Any], tmp_path: Path) -> None:
-    path = tmp_path / "app.json"
-    path.write_text(json.dumps(merged))
-    done = cfn_lint(path)
-    assert done.returncode == 0, done.stdout + done.stderr
+def test_cfn_lint_is_clean_on_the_merged_app_template(merged: dict[str, Any], merged_rest: dict[str, Any],
+                                                      tmp_path: Path) -> None:
+    for name, found in (("app.json", merged), ("app-rest.json", merged_rest)):
+        path = tmp_path / name
+        path.write_text(json.dumps(found))
+        done = cfn_lint(path)
+        assert done.returncode == 0, name + done.stdout + done.stderr
 
 
 def test_cfn_lint_finds_the_packaged_template_wrong_before_the_merge(packaged: dict[str, Any], tmp_path: Path) -> None:
@@ -170,7 +203,9 @@ def test_the_grpc_edge_task_gets_the_api_functions_environment(merged: dict[str,
     [container] = grpc_stack.build(GRPC_SETTINGS)["Resources"]["TaskDefinition"]["Properties"]["ContainerDefinitions"]
     task = {e["Name"]: e["Value"] for e in container["Environment"]}
     edge_own = {"AWS_REGION", "METRO_GRPC_PORT", "METRO_GRPC_WORKERS", "METRO_GRPC_GRACE_SECONDS"}
-    assert {k: v for k, v in task.items() if k not in edge_own} == function
+    http_only = {"METRO_AMS_API_ID"}  # which API Gateway API is AMS's: nothing the gRPC edge serves
+    assert {k: v for k, v in task.items() if k not in edge_own} == {
+        k: v for k, v in function.items() if k not in http_only}
 
 
 def test_the_ams_dialect_gets_its_own_host_name_when_asked(packaged: dict[str, Any]) -> None:
@@ -180,7 +215,7 @@ def test_the_ams_dialect_gets_its_own_host_name_when_asked(packaged: dict[str, A
     assert AMS_DOMAIN_ID not in plain["Resources"]
     cert = "arn:aws:acm:us-east-1:123456789012:certificate/abc"
     merged = template.merge(packaged, dataclasses.replace(SETTINGS, ams_domain="ams.example.org",
-                                                          ams_certificate_arn=cert))
+                                                          ams_certificate_arn=cert, front_door="rest"))
     domain = merged["Resources"][AMS_DOMAIN_ID]["Properties"]
     assert domain["DomainName"] == "ams.example.org" and domain["RegionalCertificateArn"] == cert
     mapping = merged["Resources"][AMS_MAPPING_ID]
@@ -189,6 +224,25 @@ def test_the_ams_dialect_gets_its_own_host_name_when_asked(packaged: dict[str, A
     (stage_id,) = mapping["DependsOn"]
     assert stage_id in sam_translated(merged)["Resources"]  # the stage SAM makes of the API, by that very id
     assert merged["Outputs"]["AmsDomainTarget"]["Value"] == {"Fn::GetAtt": [AMS_DOMAIN_ID, "RegionalDomainName"]}
+
+
+def test_the_ams_http_api_is_mapped_to_the_same_kind_of_host_name(packaged: dict[str, Any], tmp_path: Path) -> None:
+    from infra.ams_stage import AMS_DOMAIN_ID
+
+    cert = "arn:aws:acm:us-east-1:123456789012:certificate/abc"
+    merged = template.merge(packaged, dataclasses.replace(SETTINGS, ams_domain="ams.example.org",
+                                                          ams_certificate_arn=cert))
+    domain = merged["Resources"][AMS_DOMAIN_ID]  # a domain name serves REST and HTTP APIs alike
+    assert domain["Type"] == "AWS::ApiGateway::DomainName" and domain["Properties"]["DomainName"] == "ams.example.org"
+    mapping = merged["Resources"][http_api.AMS_MAPPING_ID]
+    assert mapping["Type"] == "AWS::ApiGatewayV2::ApiMapping" and mapping["DependsOn"] == ["AmsHttpApiStage"]
+    assert mapping["Properties"] == {"DomainName": {"Ref": AMS_DOMAIN_ID}, "ApiId": {"Ref": http_api.AMS_API_ID},
+                                     "Stage": "$default"}  # no ApiMappingKey: paths from / as the library sends them
+    assert merged["Outputs"]["AmsDomainURL"]["Value"] == "https://ams.example.org/"
+    path = tmp_path / "app.json"
+    path.write_text(json.dumps(merged))
+    done = cfn_lint(path)
+    assert done.returncode == 0, done.stdout + done.stderr
 
 
 def sam_translated(merged: dict[str, Any]) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from infra import observability, template
+from infra import api_monitoring, http_api, observability, template
 from infra.ams_stage import AMS_API_ID, API_ID
 from infra.names import StageNames
 from tests.package.packaged import packaged_template
@@ -25,8 +25,19 @@ def packaged() -> dict[str, Any]:
     return packaged_template()
 
 
+@pytest.fixture(scope="module", params=template.FRONT_DOORS)
+def merged(packaged: dict[str, Any], request: pytest.FixtureRequest) -> dict[str, Any]:
+    return template.merge(packaged, dataclasses.replace(SETTINGS, alarm_email="ops@example.com",
+                                                        front_door=request.param))
+
+
 @pytest.fixture(scope="module")
-def merged(packaged: dict[str, Any]) -> dict[str, Any]:
+def merged_rest(packaged: dict[str, Any]) -> dict[str, Any]:
+    return template.merge(packaged, dataclasses.replace(SETTINGS, alarm_email="ops@example.com", front_door="rest"))
+
+
+@pytest.fixture(scope="module")
+def merged_http(packaged: dict[str, Any]) -> dict[str, Any]:
     return template.merge(packaged, dataclasses.replace(SETTINGS, alarm_email="ops@example.com"))
 
 
@@ -46,8 +57,8 @@ def test_every_function_traces_and_depends_on_its_own_log_group(merged: dict[str
         assert f"{logical_id}LogGroup" in function["DependsOn"]  # Lambda never makes the group first
 
 
-def test_both_apis_trace_and_write_access_logs_without_the_query_string(merged: dict[str, Any]) -> None:
-    resources = merged["Resources"]
+def test_both_rest_apis_trace_and_write_access_logs_without_the_query_string(merged_rest: dict[str, Any]) -> None:
+    resources = merged_rest["Resources"]
     for logical_id, name in ((API_ID, "metro-dev"), (AMS_API_ID, "metro-dev-ams")):
         props = resources[logical_id]["Properties"]
         assert props["TracingEnabled"] is True and props["Name"] == name
@@ -61,6 +72,37 @@ def test_both_apis_trace_and_write_access_logs_without_the_query_string(merged: 
     assert resources[AMS_API_ID]["Properties"]["Variables"] == {"dialect": "ams"}  # the dialect's stage stays
     role = resources[observability.APIGW_ROLE_ID]
     assert role["DeletionPolicy"] == "Retain"  # the account's setting may serve other APIs after this stack
+
+
+def test_both_http_api_stages_write_access_logs_without_the_query_string(merged_http: dict[str, Any]) -> None:
+    resources = merged_http["Resources"]
+    for logical_id, name in ((http_api.API_ID, "metro-dev"), (http_api.AMS_API_ID, "metro-dev-ams")):
+        assert resources[logical_id]["Properties"]["Name"] == name
+        setting = resources[http_api.stage_id(logical_id)]["Properties"]["AccessLogSettings"]
+        assert setting["DestinationArn"] == {"Fn::GetAtt": [f"{logical_id}AccessLogGroup", "Arn"]}
+        fields = json.loads(setting["Format"])
+        assert fields["routeKey"] == "$context.routeKey" and fields["path"] == "$context.path"
+        assert "querystring" not in setting["Format"].lower() and "apiKey" not in setting["Format"]
+        assert resources[f"{logical_id}AccessLogGroup"]["Properties"]["LogGroupName"] == f"/metro/dev/{name}-access"
+    # HTTP APIs log through a service-linked role: the account's API Gateway role is REST's alone
+    assert observability.APIGW_ROLE_ID not in resources and observability.APIGW_ACCOUNT_ID not in resources
+
+
+def test_the_api_alarms_watch_each_front_doors_metrics(merged_rest: dict[str, Any],
+                                                       merged_http: dict[str, Any]) -> None:
+    def alarms(merged: dict[str, Any]) -> dict[str, dict[str, Any]]:
+        return {k: v["Properties"] for k, v in _of_type(merged, "AWS::CloudWatch::Alarm").items()}
+
+    rest, http = alarms(merged_rest), alarms(merged_http)
+    assert rest["AmsRestAPI5xxAlarm"]["MetricName"] == "5XXError"
+    assert rest["AmsRestAPI5xxAlarm"]["Dimensions"] == [{"Name": "ApiName", "Value": "metro-dev-ams"}]
+    five = http["AmsHttpApi5xxAlarm"]
+    assert (five["MetricName"], five["Statistic"], five["AlarmName"]) == ("5xx", "Average", "metro-dev-ams-5xx")
+    assert five["Dimensions"] == [{"Name": "ApiId", "Value": {"Ref": http_api.AMS_API_ID}}]
+    assert http["HttpApiLatencyAlarm"]["Dimensions"] == [{"Name": "ApiId", "Value": {"Ref": http_api.API_ID}}]
+    body = merged_http["Resources"][observability.DASHBOARD_ID]["Properties"]["DashboardBody"]["Fn::Sub"][0]
+    assert '"ApiId","${AmsHttpApi}"' in body and '"5xx"' in body and "ApiName" not in body
+    assert api_monitoring.is_http(merged_http["Resources"]) and not api_monitoring.is_http(merged_rest["Resources"])
 
 
 def test_every_alarm_tells_the_stacks_topic_and_its_email(merged: dict[str, Any]) -> None:

@@ -26,7 +26,8 @@ DESIGN = {
 }
 # The design names no figure for these: AWS's list prices (docs/decisions/cost-model.md).
 LAMBDA_GB_S = 0.0000166667
-OTHERS = {"lambda_gb_s": LAMBDA_GB_S, "sns_publish": 0.50 / 1e6, "ddb_streams_lambda": 0.0}
+# The default front door, an API Gateway HTTP API: $1.00 per million requests (each started 512 KB one).
+OTHERS = {"lambda_gb_s": LAMBDA_GB_S, "sns_publish": 0.50 / 1e6, "ddb_streams_lambda": 0.0, "apigw_http": 1.00 / 1e6}
 
 
 def test_every_price_is_the_list_price() -> None:
@@ -53,7 +54,7 @@ def test_a_thousand_messages_cost_what_the_hand_computation_says() -> None:
     # 10 per SQS call + 0.5 ms of rounding per invocation: publish 1000 + 250 + 50 + 100 + 5, pull and
     # acknowledge 1000 + 100 + 5 each: 3,615 ms at 0.5 GB.
     expected = {
-        "apigw_rest": 30 * 3.50 / 1e6,
+        "apigw_http": 30 * 1.00 / 1e6,
         "lambda_invocation": 30 * 0.20 / 1e6,
         "lambda_gb_s": 3.615 * 0.5 * LAMBDA_GB_S,
         "s3_put_class": 10 * 0.005 / 1e3,
@@ -62,7 +63,7 @@ def test_a_thousand_messages_cost_what_the_hand_computation_says() -> None:
     }
     assert report.by_price == pytest.approx(expected, rel=1e-9)
     assert report.total == pytest.approx(sum(expected.values()), rel=1e-9)
-    assert report.per_million(1000) == pytest.approx(0.209375, rel=1e-4)  # $0.209 per million messages
+    assert report.per_million(1000) == pytest.approx(0.134375, rel=1e-4)  # $0.134 per million messages
     assert report.per_million(1000) == pytest.approx(report.total * 1000, rel=1e-12)
     local = report.total - expected["lambda_gb_s"] + 3.0 * 0.5 * LAMBDA_GB_S  # the 3,000 ms measured instead
     assert report.total_local_durations == pytest.approx(local, rel=1e-9)
@@ -86,8 +87,9 @@ def test_the_designs_sketch_of_a_million_1_kib_messages() -> None:
               ("api:pull", "sqs", "ReceiveMessage"): Tally(100 * k, units={"billed": 100 * k}),
               ("api:acknowledge", "sqs", "DeleteMessageBatch"): Tally(100 * k, units={"billed": 100 * k})}
     api = {verb: Invocations(10 * k) for verb in ("publish", "pull", "acknowledge")}
-    by_price = cost(counts, api).by_price
+    by_price = cost(counts, api, front_door="apigw_rest").by_price
     assert by_price["apigw_rest"] == pytest.approx(0.105)
+    assert cost(counts, api).by_price["apigw_http"] == pytest.approx(0.030)
     assert by_price["s3_put_class"] + by_price["s3_get_class"] == pytest.approx(0.054)
     assert by_price["ddb_write_unit"] == pytest.approx(0.04375)
     assert by_price["sqs_request"] == pytest.approx(0.12)
@@ -119,10 +121,16 @@ def test_the_pump_is_free_and_the_push_pump_pays_only_its_sqs_receives() -> None
               ("fanout", "sqs", "SendMessageBatch"): Tally(4, 4, 0, {"billed": 4})}
     report = cost(counts, {}, {"fanout": Invocations(4, 400.0), "push": Invocations()})
     # fan-out: a Lambda invocation each but no API Gateway request; 400 ms + 4 SQS calls x 10 ms + 4 x 0.5 ms
-    assert report.by_price == pytest.approx({"apigw_rest": 0.0, "lambda_invocation": 4 * 0.20 / 1e6,
+    assert report.by_price == pytest.approx({"apigw_http": 0.0, "lambda_invocation": 4 * 0.20 / 1e6,
                                              "lambda_gb_s": 0.442 * 0.5 * LAMBDA_GB_S,
                                              "sqs_request": 4 * 0.40 / 1e6})
     assert report.requests["ddb_ru"] == 0 and report.requests["lambda_invocations"] == 4
+
+
+def test_an_http_api_bills_each_started_512_kb_and_only_known_front_doors_are_priced() -> None:
+    assert [pricing.http_api_requests(n) for n in (0, 140_000, 512 * 1024, 512 * 1024 + 1)] == [1, 1, 1, 2]
+    with pytest.raises(ValueError):
+        cost({}, {}, front_door="apigw_websocket")
 
 
 def test_invocations_bill_whole_milliseconds() -> None:

@@ -13,6 +13,7 @@ import pytest
 
 from bench.capacity import ceilings, report
 from bench.capacity import simulate as sim
+from bench.capacity import usage as ops
 from bench.capacity.profile import DEFAULT, PROFILES, Handlers
 from bench.capacity.quotas import DEFAULT_QUOTAS
 from bench.pricing import LAMBDA_MEMORY_GB
@@ -56,7 +57,8 @@ def test_the_default_day_stays_under_every_quota_as_documented(day: sim.DayResul
 
 
 def test_the_documented_ceilings_are_the_model_s(doc: str) -> None:
-    assert "1,000 requests/s: 1,000 / 10,000 / 100,000 msg/s at 1 / 10 / 100 messages per request" in doc
+    assert "2,000 / 35,000 / 350,000 msg/s (2,000 / 3,500 / 3,500 requests/s) at 1 / 10 / 100 messages of 1 KiB " \
+        "per request; with ordering keys 500 / 10,000 / 100,000 msg/s" in doc
     assert "10,000 subscriptions: 10,000 sends, 79 slices of 65 ms handed out by the stream lane at 14.29 " \
         "requests/s" in doc
     assert "1,124 read units a request at 10,000" in doc
@@ -86,7 +88,7 @@ def test_the_quota_table_lists_the_model_s_constants(doc: str) -> None:
 
 def test_the_model_s_settings_are_the_code_s(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("METRO_PULL_WAIT_SECONDS", "METRO_DIRECT_FANOUT_MAX_SUBSCRIPTIONS", "METRO_FANOUT_SLICE_SUBSCRIPTIONS",
-                 "METRO_INLINE_MAX_BYTES",
+                 "METRO_INLINE_MAX_BYTES", "METRO_LOG_INLINE_MAX_BYTES", "METRO_PACK_MAX_MESSAGES",
                  "METRO_PUSH_BATCH_SIZE", "METRO_PUSH_MAX_CONCURRENCY"):
         monkeypatch.delenv(name, raising=False)
     from chalicelib.config import Config
@@ -101,6 +103,10 @@ def test_the_model_s_settings_are_the_code_s(monkeypatch: pytest.MonkeyPatch) ->
     assert h.direct_fanout_max_subscriptions == config.direct_fanout_max_subscriptions
     assert h.fanout_slice_subscriptions == config.fanout_slice_subscriptions
     assert h.inline_max_bytes == config.inline_max_bytes
+    assert h.log_inline_max_bytes == ops.LOG_INLINE_MAX_BYTES == config.log_inline_max_bytes
+    assert config.pack_max_messages == ops.PACK_MAX_MESSAGES
+    from chalicelib.service.publish import STREAM_ITEM_WRITES
+    assert ops.STREAMED_INLINE_SHARE == STREAM_ITEM_WRITES
     assert h.push_batch_size == config.push_batch_size
     assert h.push_max_concurrency == config.push_max_concurrency
     assert h.send_threads == workers.MAX_WORKERS

@@ -47,9 +47,13 @@ def test_a_day_is_deterministic_for_its_seed() -> None:
     assert other.messages == pytest.approx(one.messages, rel=0.01)
 
 
-def test_a_hot_topic_above_1000_publish_requests_a_second_is_throttled_by_its_partition() -> None:
-    hot = TopicClass("hot", count=1, share=1.0, per_request=10, subscriptions=Subscriptions(pull=1, pullers=16))
-    day = sim.simulate(flat(12_000.0, hot), seconds=120)  # 1,200 requests/s on one partition key
+HOT = TopicClass("hot", count=1, share=1.0, per_request=10, subscriptions=Subscriptions(pull=1, pullers=16))
+HOT_ORDERED = dataclasses.replace(HOT, ordered=True)
+
+
+def test_an_ordered_hot_topic_above_1000_publish_requests_a_second_is_throttled_by_its_partition() -> None:
+    hot = HOT_ORDERED
+    day = sim.simulate(flat(12_000.0, hot), seconds=120)  # 1,200 requests/s on the topic's own partition key
     assert day.first_binding is not None
     assert day.first_binding.quota == sim.DDB_PARTITION
     assert day.first_binding.time_s < 2
@@ -62,14 +66,33 @@ def test_a_hot_topic_above_1000_publish_requests_a_second_is_throttled_by_its_pa
     assert below.hours[0].utilization[sim.DDB_PARTITION] == pytest.approx(0.9, rel=0.1)
 
 
+def test_unordered_requests_spread_over_four_partitions_until_s3_s_prefix_binds() -> None:
+    assert sim.simulate(flat(12_000.0, HOT), seconds=120).first_binding is None  # 300 requests/s a partition
+    day = sim.simulate(flat(40_000.0, HOT), seconds=120)  # 4,000 PutObject/s under one prefix
+    assert day.first_binding is not None and day.first_binding.quota == sim.S3_PREFIX
+    hour = day.hours[0]
+    assert day.first_binding.utilization == pytest.approx(4000 / 3500, rel=0.05)  # arrivals are drawn
+    assert hour.peak_partition_wcu == pytest.approx(3500 / 4, rel=0.02)  # what S3 let through, over 4 keys
+
+
+def test_single_message_requests_skip_s3_and_write_2_units_over_four_partitions() -> None:
+    single = dataclasses.replace(HOT, per_request=1)
+    day = sim.simulate(flat(2_400.0, single), seconds=120)  # 2,400 items of 2 write units: 4,800 for 4,000
+    assert day.first_binding is not None and day.first_binding.quota == sim.DDB_PARTITION
+    hour = day.hours[0]
+    assert hour.peak_prefix_puts == 0
+    assert hour.peak_partition_wcu == pytest.approx(1000)
+    assert day.first_binding.utilization == pytest.approx(1.2, rel=0.05)
+    assert sim.simulate(flat(1_800.0, single), seconds=120).first_binding is None
+
+
 def test_the_same_rate_spread_over_topics_is_not_throttled() -> None:
     spread = TopicClass("spread", count=3, share=1.0, per_request=10, subscriptions=Subscriptions(pull=1, pullers=8))
     assert sim.simulate(flat(12_000.0, spread), seconds=120).first_binding is None
 
 
 def test_sustained_overload_ends_in_failed_publishes_after_the_retries() -> None:
-    hot = TopicClass("hot", count=1, share=1.0, per_request=10, subscriptions=Subscriptions(pull=1, pullers=16))
-    day = sim.simulate(flat(30_000.0, hot), seconds=300)
+    day = sim.simulate(flat(30_000.0, HOT_ORDERED), seconds=300)
     assert day.hours[0].failed_publishes > 0
     assert day.hours[0].peak_partition_wcu == pytest.approx(1000)
 
@@ -145,10 +168,10 @@ def test_api_gateway_s_token_bucket_caps_requests_a_second() -> None:
 
 
 def test_every_named_profile_binds_where_its_comment_says() -> None:
-    hot = sim.Day(PROFILES["hot-topic"]).run(3600 * 8)  # the partition's 1,000 writes/s, shortly after 06:00
+    hot = sim.Day(PROFILES["hot-topic"]).run(3600 * 9)  # the prefix's 3,500 PutObject/s, about 08:30
     assert hot.first_binding is not None
-    assert hot.first_binding.quota == sim.DDB_PARTITION
-    assert 5 * 3600 < hot.first_binding.time_s < 7 * 3600
+    assert hot.first_binding.quota == sim.S3_PREFIX
+    assert 8 * 3600 < hot.first_binding.time_s < 9 * 3600
     pulls = sim.simulate(PROFILES["long-pulls"], seconds=60)
     assert pulls.first_binding is not None
     assert pulls.first_binding.quota == sim.LAMBDA
@@ -161,13 +184,13 @@ def test_pull_loops_carry_what_accumulated_since_the_last_pull() -> None:
     c = TopicClass("t", count=1, share=1.0, subscriptions=Subscriptions(pull=1, pullers=2))
     h = Handlers()
     busy = subscribers.pull_subscription(87.0, c, h)
-    # a cycle of m < 10 messages: pull 5 + (m / 10 + 1) x 10 ms, ack 5 + 10 ms, client 50 ms = 80 + m ms, and
-    # m = 87 x cycle / 2 loops: m = 3.48 / 0.9565 = 3.64 (three rounds of the fixed point from 100 get to 3.655)
+    # a cycle of m < 10 messages: pull 5 + 2 x 10 ms (the receive that brings them, the empty one that ends it),
+    # ack 5 + 10 ms, client 50 ms = 90 ms, and m = 87 x cycle / 2 loops = 3.915
     m = 87.0 / (busy.api_rps / 2)
-    assert m == pytest.approx(3.64, rel=0.01)
+    assert m == pytest.approx(87 * 0.090 / 2, rel=0.01)
     pulls = 87.0 / m
-    # every loop busy, none waiting: the pulls in progress only, (5 + (m / 10 + 1) x 10) ms each
-    assert busy.long_pulls == pytest.approx(pulls * (5 + (m / 10 + 1) * 10) / 1000, abs=0.01)
+    # every loop busy, none waiting: the pulls in progress only, 25 ms each
+    assert busy.long_pulls == pytest.approx(pulls * 25 / 1000, abs=0.01)
     quiet = subscribers.pull_subscription(0.1, c, h)
     assert quiet.long_pulls == pytest.approx(2.0, abs=0.01)  # both loops wait, holding a Lambda each
     empty = 2 * math.exp(-0.1 * 10 / 2) / 10  # waits that end with nothing, per second

@@ -8,23 +8,29 @@ from typing import Any
 
 import pytest
 
-from infra import observability
+from infra import api_monitoring, http_api, observability
 from infra.names import FUNCTIONS, StageNames
 from infra.template import FUNCTION_IDS
 
 
-def small() -> dict[str, Any]:
+def small(front_door: str = "rest") -> dict[str, Any]:
     names = StageNames("dev")
     resources: dict[str, Any] = {
         FUNCTION_IDS[f]: {"Type": "AWS::Serverless::Function", "Properties": {"FunctionName": names.function(f)}}
         for f in FUNCTIONS}
-    for api in observability.APIS:
+    if front_door == "http":
+        for api in http_api.APIS:
+            resources[api] = {"Type": "AWS::ApiGatewayV2::Api", "Properties": {}}
+            resources[http_api.stage_id(api)] = {"Type": "AWS::ApiGatewayV2::Stage", "Properties": {}}
+        return {"Resources": resources, "Outputs": {}}
+    for api in api_monitoring.REST_APIS:
         resources[api] = {"Type": "AWS::Serverless::Api", "Properties": {"StageName": "dev"}}
     return {"Resources": resources, "Outputs": {}}
 
 
-def test_every_alarm_has_the_topic_and_is_on_the_dashboard() -> None:
-    out = small()
+@pytest.mark.parametrize("front_door", ["http", "rest"])
+def test_every_alarm_has_the_topic_and_is_on_the_dashboard(front_door: str) -> None:
+    out = small(front_door)
     observability.add(out, "dev")
     alarms = {k for k, v in out["Resources"].items() if v["Type"] == "AWS::CloudWatch::Alarm"}
     assert len(alarms) == 2 * len(FUNCTIONS) + 17
@@ -41,10 +47,11 @@ def test_a_retention_cloudwatch_refuses_is_refused_here() -> None:
         observability.add(small(), "dev", log_retention_days=45)
 
 
-def test_the_access_log_format_is_json_without_query_string_or_headers() -> None:
-    fields = json.loads(observability.ACCESS_LOG_FORMAT)
+@pytest.mark.parametrize("fmt", [api_monitoring.ACCESS_LOG_FORMAT, api_monitoring.HTTP_ACCESS_LOG_FORMAT])
+def test_the_access_log_format_is_json_without_query_string_or_headers(fmt: str) -> None:
+    fields = json.loads(fmt)
     assert all(v.startswith("$context.") for v in fields.values())
-    text = observability.ACCESS_LOG_FORMAT.lower()
+    text = fmt.lower()
     assert "querystring" not in text and "header" not in text and "apikey" not in text
 
 

@@ -19,6 +19,13 @@ def test_on_an_emulator_the_deploy_prints_the_path_style_url_it_serves() -> None
     assert deploy.reachable_endpoint("", "http://127.0.0.1:4566") == ""  # no API: nothing made up
 
 
+def test_an_http_apis_default_stage_has_no_stage_in_its_path() -> None:
+    http_endpoint = "https://k2x9q0abcd.execute-api.eu-west-1.amazonaws.com/"
+    assert (deploy.reachable_endpoint(http_endpoint, "http://127.0.0.1:4566/")
+            == "http://127.0.0.1:4566/_aws/execute-api/k2x9q0abcd")
+    assert deploy.reachable_endpoint(http_endpoint, "https://cloudformation.eu-west-1.amazonaws.com") == http_endpoint
+
+
 def test_the_rehearsal_takes_the_url_the_deploy_printed_on_its_emulator() -> None:
     output = "deployed: stage dev in 000000000000/us-east-1\nendpoint: http://127.0.0.1:4566/_aws/execute-api/a1/dev\n"
     assert rehearse.api_url("http://127.0.0.1:4566", output) == "http://127.0.0.1:4566/_aws/execute-api/a1/dev"
