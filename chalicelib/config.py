@@ -124,6 +124,9 @@ class Config:
     # Up to this many messages of a publish request share one SQS message for a plain pull subscription (a pack,
     # core/queueing/packs.py); 1 sends each message alone.
     pack_max_messages: int = field(default_factory=lambda: max(1, int(_env("METRO_PACK_MAX_MESSAGES", "100"))))
+    # A pack of a request stored in S3 carries pointers into its object, not the bodies: less SQS payload, one S3
+    # range GET per pull (docs/decisions/sqs-packs.md); off by default.
+    pack_pointers: bool = field(default_factory=lambda: flag("METRO_PACK_POINTERS", False))
     # How long a pull without returnImmediately waits for a first message.
     pull_wait_seconds: float = field(default_factory=lambda: float(_env("METRO_PULL_WAIT_SECONDS", "10")))
     # Topic and subscription records are cached this long on the data path (publish, pull, ack) of a warm

@@ -7,8 +7,9 @@ by the size SQS counts for its whole queue body (attributes, ordering key and es
 core/queueing/sqs_limits.py), not by its data alone. Every SendMessageBatch of every subscription runs
 concurrently. A message SQS refuses as invalid (never expected: bodies are escaped and ids made valid)
 is logged and counted in the ``FanOutMessagesRefused`` metric instead of stalling every later request.
-A plain pull subscription gets the request's messages in packs (core/queueing/packs.py): several envelopes
-in one queue message, up to 64 KiB, when a request brings it more than ten messages.
+A pull subscription gets the request's messages in packs (core/queueing/packs.py): several envelopes
+in one queue message, up to 64 KiB, when a request brings it more than ten messages; when the request has an
+S3 object and METRO_PACK_POINTERS is on, the packed envelopes point into it instead of carrying the bodies.
 """
 
 from __future__ import annotations
@@ -117,11 +118,13 @@ def enqueue(ctx: Context, entry: LogEntry, header: payload.Header, messages: lis
     for sub in subs:
         if not wants(sub, entry):
             continue
-        out = [to_outgoing(sub, entry, m, e.offset, ctx.config.inline_max_bytes)
-               for m, e in zip(messages, header.entries) if wants(sub, entry, m.attributes)]
-        if not out:
+        wanted = [(m, e.offset) for m, e in zip(messages, header.entries) if wants(sub, entry, m.attributes)]
+        if not wanted:
             continue
-        if ctx.config.pack_max_messages > 1 and packs.worth_packing(sub, len(out)):
+        packed = ctx.config.pack_max_messages > 1 and packs.worth_packing(sub, len(wanted))
+        inline_max = 0 if packed and _pointers(ctx, entry) else ctx.config.inline_max_bytes
+        out = [to_outgoing(sub, entry, m, offset, inline_max) for m, offset in wanted]
+        if packed:
             jobs.append(_Job(sub, out, *in_packs(out, ctx.config.pack_max_messages)))
         else:
             jobs.append(_Job(sub, out, out, [[i] for i in range(len(out))]))
@@ -137,6 +140,13 @@ def enqueue(ctx: Context, entry: LogEntry, header: payload.Header, messages: lis
         if packs.packable(job.sub):  # how many messages its queue messages carry (service/live_usage.py)
             count_queued(ctx, job.sub, len(job.messages), len(job.queued))
     return sent, failed
+
+
+def _pointers(ctx: Context, entry: LogEntry) -> bool:
+    """Whether packs of this request carry pointers into its S3 object rather than the bodies: SQS bills each
+    64 KiB of a pack when sent and again when received, an S3 range GET is one request per pull
+    (docs/decisions/sqs-packs.md). A request logged in its item has no object to point into."""
+    return ctx.config.pack_pointers and not entry.logged_inline
 
 
 def count_queued(ctx: Context, sub: SubscriptionRecord, messages: int, queued: int) -> None:

@@ -186,3 +186,23 @@ def test_exactly_once_never_delivers_a_pack_twice_once_acknowledged(services: Se
     assert model.held == {}
     assert sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])[
         "Attributes"]["ApproximateNumberOfMessages"] == "0"
+
+
+def test_packs_of_a_request_in_s3_point_into_it(services: Services, clock: FakeClock) -> None:
+    """A request stored in S3 reaches the queue as pointers (one range GET per pull reads the bodies); one logged
+    in its item carries its bodies (METRO_PACK_POINTERS)."""
+    services.ctx.config = dataclasses.replace(services.ctx.config, direct_fanout=True, pack_pointers=True)
+    model, ids = _setup(services, clock, 40)  # 40 small messages: logged in the item, bodies in the pack
+    sqs, url = aws.client("sqs", services.ctx.config), model.queue_url()
+    [small] = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=0)["Messages"]
+    assert '"d":' in small["Body"] and '"s3":' not in small["Body"]
+    model.pull(100)
+    model.ack_all()
+    topic = names.Name("packs", "topics", model.sub.id.replace("sub-", "topic-"))
+    big = [{"data": base64.b64encode(bytes([i]) * 1024).decode()} for i in range(40)]  # 40 KiB: an S3 object
+    ids = list(services.publish.publish(topic, publish_request({"messages": big})).message_ids)
+    [packed] = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=0)["Messages"]
+    assert '"s3":' in packed["Body"] and '"d":' not in packed["Body"] and len(packed["Body"]) < 10_000
+    got = services.pull.pull(model.sub, PullRequest(100, True)).received
+    assert [m.message_id for m in got] == ids
+    assert [m.data for m in got] == [bytes([i]) * 1024 for i in range(40)]

@@ -26,7 +26,8 @@ def test_a_1_kib_message_travels_inline_in_a_1477_byte_queue_body() -> None:
     assert ops.envelope_bytes(1024) == 1477
     a = _scenario("A")
     sends = next(r for r in a["requests"] if r["operation"] == "SendMessageBatch")
-    assert sends["units_per_1k"]["payload_bytes"] == 1477 * 1000
+    # in packs: each envelope and its comma, and a pack's two brackets
+    assert sends["units_per_1k"]["payload_bytes"] == pytest.approx(1478 * 1000, rel=1e-4)
 
 
 def test_a_100_message_publish_to_one_subscription() -> None:
@@ -69,35 +70,32 @@ def test_a_small_request_is_logged_in_its_item_without_an_s3_object() -> None:
 
 def test_pulls_and_acks_of_scenario_a_count_as_the_benchmark_counted() -> None:
     a = _scenario("A")
-    m = a["messages_per_pull"]
+    m, k = a["messages_per_pull"], ops.messages_per_queue_message(100, 1024)
     calls = {r["operation"]: r["calls_per_1k"] for r in a["requests"] if r["service"] == "sqs"}
     pulls_per_1k = 1000 / m
-    # a pull of m messages: m / 10 receives and the empty one that ends it; an ack: m / 10 DeleteMessageBatch
-    assert ops.pull(m, 1024, 100).usage.sqs_calls * pulls_per_1k == pytest.approx(calls["ReceiveMessage"], rel=0.02)
-    # the model acks the mean pull (m / 10 batches); each real pull rounds its own size up to whole batches, so the
-    # recorded deletes lie between the model's and one more batch per pull
-    deletes = ops.acknowledge(m).usage.sqs_calls * pulls_per_1k
+    # a pull of m messages in packs of k: m / k / 10 receives, at least one; an ack: one delete per ten packs
+    pull = ops.pull(m, 1024, 100, per_request=100, per_queue_message=k)
+    assert pull.usage.sqs_calls * pulls_per_1k == pytest.approx(calls["ReceiveMessage"], rel=0.02)
+    deletes = ops.acknowledge(m, k).usage.sqs_calls * pulls_per_1k
     assert deletes * 0.99 <= calls["DeleteMessageBatch"] <= deletes + pulls_per_1k
-    # and hold their Lambda as long as bench's duration model says (publish differs: bench adds its concurrent
-    # sends one after another, the model in rounds of the store's 32 threads, as the code sends them)
-    assert ops.pull(m, 1024, 100).ms == pytest.approx(a["api_model_ms_per_invocation"]["pull"], rel=0.05)
-    assert ops.acknowledge(m).ms == pytest.approx(a["api_model_ms_per_invocation"]["acknowledge"], rel=0.05)
+    # and hold their Lambda about as long as bench's duration model says (15 ms each in the model; bench measured
+    # 18 and 13 ms of handler time around the same calls)
+    assert pull.ms == pytest.approx(a["api_model_ms_per_invocation"]["pull"], rel=0.25)
+    assert ops.acknowledge(m, k).ms == pytest.approx(a["api_model_ms_per_invocation"]["acknowledge"], rel=0.25)
 
 
-def test_scenario_a_without_packs_matches_the_recorded_run() -> None:
-    """1 topic, 1 pull subscription, 100-message requests, one message per queue message (the recorded run came
-    before packs): ~35 AWS requests per 100 messages, as bench recorded (13 for the publish, 8.1 per pull of 71.4
-    messages, 7.1 per acknowledge)."""
+def test_scenario_a_matches_the_recorded_run() -> None:
+    """1 topic, 1 pull subscription, 100-message requests in packs: ~6 AWS requests per 100 messages, as bench
+    recorded (6.3: 4 for the publish, one receive per pull, one delete per acknowledge, and a few visibility
+    changes of split packs the model leaves out)."""
     a = _scenario("A")
-    m = a["messages_per_pull"]
-    model = ops.publish(100, 1024, 1, pull=0).usage.scaled(1 / 100) \
-        + (ops.pull(m, 1024, 100, per_request=100).usage + ops.acknowledge(m).usage).scaled(1 / m)
-    assert model.aws_calls == pytest.approx(a["aws_requests_per_message"], rel=0.03)  # 0.344 vs 0.349
+    model = ops.per_message(100, 1024, 1, a["messages_per_pull"], 100)
+    assert model.aws_calls == pytest.approx(a["aws_requests_per_message"], rel=0.06)  # 0.060 vs 0.063
     assert model.apigw * 1000 == pytest.approx(a["quantities_per_1k"]["apigw_requests"], rel=0.03)
-    assert model.sqs * 1000 == pytest.approx(a["quantities_per_1k"]["sqs_billed"], rel=0.03)
+    assert model.sqs * 1000 == pytest.approx(a["quantities_per_1k"]["sqs_billed"], rel=0.05)
     assert model.s3_put * 1000 == a["quantities_per_1k"]["s3_put"] == 10
-    # the price, at bench's prices: within 5% ($0.345 vs $0.357; the rest is Lambda time and cache-miss reads)
-    assert model.cost("apigw_rest") * 1e6 == pytest.approx(a["cost"]["usd_per_million"], rel=0.05)  # REST then
+    # the price, at bench's prices: within 5% ($0.128 vs $0.130; the rest is Lambda time and cache-miss reads)
+    assert model.cost() * 1e6 == pytest.approx(a["cost"]["usd_per_million"], rel=0.05)
 
 
 def test_full_pulls_of_packs_make_6_requests_per_100_messages() -> None:
