@@ -6,8 +6,9 @@ so the scan ends. These receives are not delivery attempts: they are recorded as
 subscriptions that count attempts (service/delivery.Attempts). Messages a subscriber holds (leased,
 not yet acknowledged) are not visible and are not part of the result. A pack (core/queueing/packs.py) is
 exploded when it is met: its open messages go back to the queue one per queue message, and the scan
-receives them like the others; an ordered subscription's pack stays whole (sent back, its messages would
-go behind their key's later ones), each of its open messages listed with the queue message holding it.
+receives them like the others; an ordered or exactly-once subscription's pack stays whole (sent back, its
+messages would go behind their key's later ones, or leave the pack's lease), each of its open messages listed
+with the queue message holding it.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from chalicelib.core.queueing import envelope
+from chalicelib.core.queueing.packs import keeps_whole
 from chalicelib.core.records import SubscriptionRecord
 from chalicelib.service.context import Context
 from chalicelib.service.delivery import Attempts, decode_received
@@ -35,7 +37,7 @@ def hold_backlog(ctx: Context, rec: SubscriptionRecord) -> list[Held]:
         opened = [(r, decode_received(r.body, r.receipt, r.receive_count)) for r in batch]
         held.extend((r, ds[0].env) for r, ds in opened if not ds[0].pack)
         packed = packs.open(rec, [d for _, ds in opened for d in ds if d.pack])
-        if packed and rec.spec.enable_message_ordering:  # kept whole: its messages share the queue message
+        if packed and keeps_whole(rec):  # kept whole: its messages share the queue message
             by_receipt = {r.receipt: r for r, _ in opened}
             held.extend((by_receipt[d.receipt], d.env) for d in packed)
         elif packed:

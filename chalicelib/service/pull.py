@@ -22,7 +22,7 @@ from chalicelib.core.errors import FailedPrecondition, InvalidArgument
 from chalicelib.core.names import Name
 from chalicelib.core.queueing.ackids import AckId
 from chalicelib.core.queueing.deadletter import reports_attempts
-from chalicelib.core.queueing.packs import packable
+from chalicelib.core.queueing.packs import keeps_whole, packable
 from chalicelib.core.queueing.retry import expiry_visibility, nack_delay, redelivery_visibility
 from chalicelib.core.records import SubscriptionRecord
 from chalicelib.core.timefmt import format_timestamp, parse_timestamp
@@ -175,10 +175,10 @@ class PullService:
                    max_messages: int) -> None:
         """Received but not handed out: queue messages none of whose messages this pull holds are visible again
         at once; the rest of a pack the pull holds some of goes back in packs of at most ``max_messages``, or, for
-        an ordered subscription, stays in the pack (behind the messages handed out, which are marked ``split``)."""
+        an ordered or exactly-once subscription, stays in the pack (the messages handed out are marked ``split``)."""
         holding = {d.pack for d in got if d.pack}
         split = [d for d in rest if d.pack in holding]
-        if split and rec.spec.enable_message_ordering:
+        if split and keeps_whole(rec):
             for d in got:
                 d.split = d.split or d.pack in {s.pack for s in split}
         elif split:

@@ -176,9 +176,10 @@ def test_exactly_once_never_delivers_a_pack_twice_once_acknowledged(services: Se
     [raw] = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]
     assert raw["Body"].startswith("[")
     sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=raw["ReceiptHandle"], VisibilityTimeout=0)
-    model.pull(5)  # a split: five held, seven sent back on their own
+    model.pull(5)  # a split: five held, the other seven stay in the pack (its one lease) until those are settled
+    model.ack_all()
     model.pull(20)
-    assert sorted(model.held) == sorted(ids)
+    assert sorted(model.acked | set(model.held)) == sorted(ids)
     model.ack_all()
     sqs.send_message(QueueUrl=url, MessageBody=raw["Body"])  # the duplicate copy
     clock.advance(11)  # past the first delivery's lease
@@ -206,3 +207,22 @@ def test_packs_of_a_request_in_s3_point_into_it(services: Services, clock: FakeC
     got = services.pull.pull(model.sub, PullRequest(100, True)).received
     assert [m.message_id for m in got] == ids
     assert [m.data for m in got] == [bytes([i]) * 1024 for i in range(40)]
+
+
+def test_exactly_once_splits_keep_a_copy_held_elsewhere_in_its_pack(services: Services, clock: FakeClock) -> None:
+    """A copy of a pack (a send retried after a lost answer) received while another delivery holds the pack's lease
+    is not delivered, and a split never sends its rest out of the pack: acknowledged messages never come again."""
+    services.ctx.config = dataclasses.replace(services.ctx.config, direct_fanout=True)
+    model, ids = _setup(services, clock, 12, exactly_once=True)
+    sqs, url = aws.client("sqs", services.ctx.config), model.queue_url()
+    [raw] = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]
+    sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=raw["ReceiptHandle"], VisibilityTimeout=0)
+    model.pull(20)  # the first delivery holds the whole pack
+    sqs.send_message(QueueUrl=url, MessageBody=raw["Body"])  # the copy
+    model.pull(5)  # the copy: its lease is held, nothing of it is delivered or sent back
+    model.ack_all()
+    assert sorted(model.acked) == sorted(ids)
+    clock.advance(11)
+    for _ in range(3):  # anything sent back out of the copy would be delivered here
+        model.pull(20)
+    assert model.held == {}

@@ -19,8 +19,9 @@ messages of a publish request divides a subscription's SQS requests by the messa
   deletes the pack, or makes it visible again when some of its messages were nacked (:func:`next_step`).
   A redelivered pack (receive count above 1) is read with its state, and only its open messages are
   delivered.
-- Ordered subscriptions: a pull that cannot take all of a pack's open messages hands out the first ones and
-  keeps the pack (sending the rest back would put them behind the key's later messages); their ack ids carry
+- Ordered and exactly-once subscriptions (:func:`keeps_whole`): a pull that cannot take all of a pack's open
+  messages hands out the first ones and keeps the pack (sent back, the rest would go behind the key's later
+  messages, or leave the pack's exactly-once lease); their ack ids carry
   which messages the delivery holds (``kept``), and the request that settles the last of them makes the pack
   visible again at once (:attr:`Step.RELEASE`), so the rest follows in order.
 """
@@ -43,6 +44,13 @@ PACK_FROM = 11
 def worth_packing(rec: SubscriptionRecord, messages: int) -> bool:
     """Whether a publish request's ``messages`` for ``rec`` go in packs."""
     return messages >= PACK_FROM and packable(rec)
+
+
+def keeps_whole(rec: SubscriptionRecord) -> bool:
+    """Whether the rest of a pack a pull splits stays in the pack rather than going back on its own: an ordered
+    subscription's would go behind the key's later messages, an exactly-once subscription's would leave the pack's
+    lease (a copy of the pack, held by another delivery, would then be delivered twice)."""
+    return rec.spec.enable_message_ordering or rec.spec.enable_exactly_once_delivery
 
 
 def packable(rec: SubscriptionRecord) -> bool:
