@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from chalicelib.core.queueing import sqs_batches
 from chalicelib.core.records import LogEntry, SubscriptionRecord
 from chalicelib.core.wire.models import Subscription
 
@@ -75,20 +76,9 @@ def split(subs: Sequence[SubscriptionRecord], per_slice: int, max_bytes: int = M
 
 def chunks(items: Sequence[T], max_count: int, max_bytes: int, size: Callable[[T], int]) -> list[list[T]]:
     """Consecutive items in groups of at most ``max_count`` and ``max_bytes`` (an item larger than ``max_bytes``
-    goes alone)."""
-    out: list[list[T]] = []
-    current: list[T] = []
-    used = 0
-    for item in items:
-        n = size(item)
-        if current and (len(current) >= max_count or used + n > max_bytes):
-            out.append(current)
-            current, used = [], 0
-        current.append(item)
-        used += n
-    if current:
-        out.append(current)
-    return out
+    goes alone): the planning of SendMessageBatch requests, over any sized items."""
+    plan = sqs_batches.plan([size(item) for item in items], max_entries=max_count, max_bytes=max_bytes)
+    return [[items[i] for i in group] for group in plan]
 
 
 def slice_id(subs: Sequence[SubscriptionRecord]) -> str:

@@ -66,8 +66,10 @@ class ExactlyOnce:
                 held.extend(ds)
             elif state == "acked" or (ds[0].pack and len(acked) >= ds[0].pack_size):
                 done.append(ds[0].receipt)  # an already acknowledged duplicate: removed for good
-            else:
-                kept.extend(d for d in ds if d.index not in acked)
+            else:  # copies of the message (or pack) in the same receive wait their turn, as held
+                first = ds[0].receipt
+                kept.extend(d for d in ds if d.receipt == first and d.index not in acked)
+                held.extend(d for d in ds if d.receipt != first)
         return kept, done, held
 
     # -- acknowledge, modifyAckDeadline ---------------------------------------------------------------------
