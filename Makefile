@@ -11,7 +11,7 @@ CHECKOV_VENV := .venv-checkov
 
 .DEFAULT_GOAL := help
 .PHONY: help install install-run clients run run-aws reset check test lint ruff mypy unit functional package-tests e2e compat spark \
-        bench bench-quick bench-spark fuzz race chaos soak compact retention metrics replay deploy destroy policies \
+        bench bench-quick bench-io bench-spark fuzz race chaos soak compact retention metrics replay deploy destroy policies \
         spark35 rehearse clean browser console-screenshots emr-venv emr-imports emr-arm64 emr-deploy emr-destroy emr-run
 
 help: ## List the targets (this text)
@@ -169,6 +169,15 @@ bench: $(DEV_STAMP) ## Benchmark scenarios on the embedded stack -> bench/out/ (
 
 bench-quick: $(DEV_STAMP) ## A few hundred messages per scenario (CI) -> bench/out/results-quick.json
 	$(BIN)/python -m bench.run --quick $(ARGS)
+
+bench-io: $(DEV_STAMP) ## An exported and an imported million (AWS requests on moto, priced), transforms per core -> bench/out/
+	@mkdir -p bench/out
+	@echo "==> an exported million (bench/exports.py)"
+	$(BIN)/python -m bench.exports $(if $(QUICK),--messages 1500) | tee bench/out/exported-million.json
+	@echo "==> an imported million (bench/imports.py)"
+	$(BIN)/python -m bench.imports $(if $(QUICK),--batches 5) | tee bench/out/imported-million.json
+	@echo "==> message transforms per core (bench/transforms.py)"
+	$(BIN)/python -m bench.transforms | tee bench/out/transforms.json
 
 bench-spark: $(DEV_STAMP) ## Compaction of 100,000 messages, own emulator -> bench/out/ (RECORD=1: tracked file)
 	$(BIN)/python -m spark_emr.bench $(if $(RECORD),--record) $(ARGS)

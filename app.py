@@ -12,7 +12,15 @@ from chalicelib.api import front_door, registry, routes
 from chalicelib.api.http import CONTENT_TYPES, in_google_envelope
 from chalicelib.delivery import event_handlers
 from chalicelib.observability import catalog, logs
-from chalicelib.observability.handlers import api_request, fanout_ids, observed, push_ids, schedule_ids, seek_ids
+from chalicelib.observability.handlers import (
+    api_request,
+    fanout_ids,
+    ingest_ids,
+    observed,
+    push_ids,
+    schedule_ids,
+    seek_ids,
+)
 
 app = Chalice(app_name="metro")
 app.api.binary_types = []  # bodies are JSON; keep them as text
@@ -88,3 +96,25 @@ def push(event: dict[str, Any], context: Any) -> dict[str, Any]:
 @observed(seek_ids)
 def seek_worker(event: dict[str, Any], context: Any) -> dict[str, Any]:
     return event_handlers.seek_worker(event, context)
+
+
+# Import topics: fed by the Kinesis and MSK event source mappings Metro manages (chalicelib/store/ingest_mappings.py)
+@app.lambda_function(name="ingest")
+@observed(ingest_ids)
+def ingest(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    return event_handlers.ingest(event, context)
+
+
+# An export subscription's queue -> files in S3 (docs/export.md), fed by an event source mapping per export
+# subscription that Metro manages (chalicelib/store/mappings.py)
+@app.lambda_function(name="export")
+@observed(push_ids)  # the same SQS event shape: message ids and queue
+def export(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    return event_handlers.export(event, context)
+
+
+# The message transforms' JavaScript, in the one function that carries V8 (infra/v8_layer.py), invoked by the
+# functions that publish and deliver (chalicelib/store/transformer.py). Its role writes its logs and nothing else.
+@app.lambda_function(name="transform")
+def transform(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    return event_handlers.transform(event, context)

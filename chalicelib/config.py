@@ -170,6 +170,12 @@ class Config:
     seek_chunk_messages: int = field(default_factory=lambda: int(_env("METRO_SEEK_CHUNK_MESSAGES", "100000")))
     # The seek worker Lambda (deployed mode) and how long one invocation may hold a seek (above its timeout).
     seek_function: str = field(default_factory=lambda: _env("METRO_SEEK_FUNCTION", "metro-dev-seek_worker"))
+    # The function that runs message transforms' JavaScript, deployed (store/transformer.py, docs/transforms.md)
+    transform_function: str = field(default_factory=lambda: _env("METRO_TRANSFORM_FUNCTION", "metro-dev-transform"))
+    # One message transform call's time limit (ms) and the memory cap of a transform's V8 context (bytes)
+    transform_call_ms: float = field(default_factory=lambda: float(_env("METRO_TRANSFORM_CALL_MS", "500")))
+    transform_memory_bytes: int = field(default_factory=lambda: int(_env("METRO_TRANSFORM_MEMORY_BYTES",
+                                                                        str(64 * 1024 * 1024))))
     seek_lease_seconds: float = field(default_factory=lambda: float(_env("METRO_SEEK_LEASE_SECONDS", "960")))
     # The largest request body the deployed path carries (Lambda's 6 MB payload less headroom; the deploy sets
     # it); 0 = only Google's own limits.
@@ -215,6 +221,30 @@ class Config:
     # How long resolving a push endpoint's host may take (API requests and deliveries).
     push_dns_timeout_seconds: float = field(default_factory=lambda: float(_env("METRO_PUSH_DNS_TIMEOUT_SECONDS",
                                                                                 "3")))
+    # --- export subscriptions (cloudStorageConfig, docs/export.md) ---
+    # The S3 buckets export subscriptions may name (comma separated; fnmatch patterns such as ``acme-export-*``).
+    # Deployed: only these (empty = none). Locally, empty = any existing bucket of the emulator.
+    export_buckets: tuple[str, ...] = field(default_factory=lambda: tuple(
+        e.strip() for e in _env("METRO_EXPORT_BUCKETS", "").split(",") if e.strip()))
+    # serviceAccountEmail -> the IAM role ARN the export writer assumes (``email=arn`` pairs, comma separated);
+    # an email not listed is refused.
+    export_roles: tuple[tuple[str, str], ...] = field(default_factory=lambda: tuple(
+        (k.strip().lower(), v.strip()) for k, _, v in (i.partition("=") for i in
+                                                       _env("METRO_EXPORT_ROLES", "").split(",")) if k.strip()))
+    # The export Lambda that event source mappings feed (deployed mode only).
+    export_function: str = field(default_factory=lambda: _env("METRO_EXPORT_FUNCTION", "metro-dev-export"))
+    # --- import topics (ingestionDataSourceSettings, docs/import.md) ---
+    # The Kinesis stream ARNs, MSK cluster ARNs and S3 buckets import topics may read (comma separated; fnmatch
+    # patterns such as ``arn:aws:kinesis:*:123456789012:stream/acme-*``). Deployed: only these (empty = none).
+    # Locally, empty = any the emulator has.
+    ingestion_sources: tuple[str, ...] = field(default_factory=lambda: tuple(
+        e.strip() for e in _env("METRO_INGESTION_SOURCES", "").split(",") if e.strip()))
+    # The role ARNs awsRoleArn may name (fnmatch patterns); deployed, empty = none; locally, empty = any.
+    ingestion_roles: tuple[str, ...] = field(default_factory=lambda: tuple(
+        e.strip() for e in _env("METRO_INGESTION_ROLES", "").split(",") if e.strip()))
+    # The ingest Lambda that Kinesis and MSK event source mappings feed (deployed mode only), and their batch size.
+    ingest_function: str = field(default_factory=lambda: _env("METRO_INGEST_FUNCTION", "metro-dev-ingest"))
+    ingest_batch_size: int = field(default_factory=lambda: int(_env("METRO_INGEST_BATCH_SIZE", "100")))
 
 
 def _service_accounts(raw: str) -> tuple[str, ...]:

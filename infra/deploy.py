@@ -36,7 +36,7 @@ from typing import Any
 
 import typer
 
-from infra import concurrency, grpc_stack, lambda_runtime, layer, secrets, template
+from infra import concurrency, grpc_stack, lambda_runtime, layer, secrets, template, v8_layer
 from infra.names import StageNames, check_stage, resolve
 from infra.stage_data import delete_stage_data, remove_push_mappings, repair_push_mappings
 
@@ -204,14 +204,17 @@ def deploy_stage(t: Target, settings: dict[str, Any], workdir: Path) -> tuple[bo
     code_key = upload(s3, t.bucket, bundle.read_bytes(), t.names.stage, ".zip")
     pyarrow_zip = layer.build(layer.download(workdir / "layer"), workdir / "pyarrow-layer.zip")
     layer_key = upload(s3, t.bucket, pyarrow_zip.read_bytes(), t.names.stage, "-pyarrow-layer.zip")
+    v8_zip = v8_layer.build(v8_layer.download(workdir / "v8-layer"), workdir / "javascript-layer.zip")
+    v8_key = upload(s3, t.bucket, v8_zip.read_bytes(), t.names.stage, "-javascript-layer.zip")
     merged = template.merge(packaged, template.Settings(t.names.stage, t.bucket, code_key, layer_key=layer_key,
-                                                        **settings))
+                                                        v8_layer_key=v8_key, **settings))
     body = json.dumps(merged, sort_keys=True).encode()
     body_key = upload(s3, t.bucket, body, t.names.stage, ".json")
     source = {"TemplateURL": template_url(s3, t.bucket, body_key, t.region)}
     changed = apply_change_set(cfn, t.names.app_stack, source, {}) or changed
-    if repair_push_mappings(session_client("lambda", t.region), t.names.function("push")):
-        changed = True
+    for mapped in ("push", "export"):  # both report partial batch failures (chalicelib/store/mappings.py)
+        if repair_push_mappings(session_client("lambda", t.region), t.names.function(mapped)):
+            changed = True
     found = outputs(cfn, t.names.app_stack)
     if found.get("AmsDomainTarget"):
         typer.echo(f"AMS dialect: {found['AmsDomainURL']} once its DNS name points at {found['AmsDomainTarget']}")
@@ -377,7 +380,10 @@ def destroy(
     """Delete the gRPC edge and app stacks (and Metro's push mappings); the data stays unless --delete-data."""
     t = target(stage, _region(region))
     cfn = session_client("cloudformation", t.region)
-    removed = remove_push_mappings(session_client("lambda", t.region), t.names.function("push"))
+    lam = session_client("lambda", t.region)
+    removed = remove_push_mappings(lam, t.names.function("push"))
+    removed += remove_push_mappings(lam, t.names.function("ingest"))  # import topics' Kinesis mappings
+    removed += remove_push_mappings(lam, t.names.function("export"))  # export subscriptions' queue mappings
     stacks = [t.names.grpc_stack, t.names.app_stack] + ([t.names.storage_stack] if delete_data else [])
     deleted = [stack for stack in stacks if stack_status(cfn, stack)]
     for stack in deleted:  # the gRPC edge first: its tasks use the app's resources

@@ -5,10 +5,14 @@ The test run's calls name the local stack's resources; :class:`Names` maps them 
 
 * a table named as ``Config()``'s resources, messages or leases table, or ending ``-resources``, ``-messages``,
   ``-leases``: that table of the stage (``metro-<stage>-resources``, ...);
-* any bucket (Metro has one): the stage's bucket, ``metro-<stage>-<account>-<region>``;
+* a bucket whose name says ``export`` (the tests' export subscriptions' buckets, docs/export.md):
+  ``metro-<stage>-export-<name>``, which the stage's ``METRO_EXPORT_BUCKETS`` pattern covers; any other bucket
+  (Metro has one): the stage's bucket, ``metro-<stage>-<account>-<region>``;
+* a role (an export's serviceAccountEmail mapped by ``METRO_EXPORT_ROLES``): ``role/metro-<stage>-export-<name>``;
 * a queue ``<METRO_QUEUE_PREFIX>-<rest>`` (a subscription queue, the health probe's): ``metro-<stage>-<rest>``;
-* a function ending ``push`` or ``seek_worker`` (``METRO_PUSH_FUNCTION``, ``METRO_SEEK_FUNCTION``, a test's own):
-  the stage's push or seek worker function;
+* a function ending ``push``, ``seek_worker``, ``transform`` or ``export`` (``METRO_PUSH_FUNCTION``,
+  ``METRO_SEEK_FUNCTION``, ``METRO_TRANSFORM_FUNCTION``, ``METRO_EXPORT_FUNCTION``, a test's own): that function of
+  the stage;
 * an SSM parameter ``/<any path>/<name>``: ``/metro-<stage>/<name>`` (``METRO_SECRETS_SSM_PATH``);
 * any stream (the messages table's is Metro's only one): ``table/metro-<stage>-messages/stream/...``.
 
@@ -85,11 +89,29 @@ class Names:
     def bucket(self) -> str:
         return self.sub(self.stage.bucket)
 
-    def object_arn(self, segment: str) -> str:
-        return f"arn:{self.partition}:s3:::{self.bucket}/{segment}{PLACEHOLDER}"
+    def bucket_of(self, name: str) -> str:
+        """The stage's bucket for Metro's own; an export bucket of the stage's pattern for any other."""
+        if "import" in name:  # an import topic's bucket (docs/import.md)
+            return self.stage.imports.replace("*", name)
+        if "export" not in name or name == self.local.bucket:
+            return self.bucket
+        return self.stage.export_buckets.replace("*", name)
 
-    def bucket_arn(self) -> str:
-        return f"arn:{self.partition}:s3:::{self.bucket}"
+    def object_arn(self, segment: str, bucket: str = "") -> str:
+        return f"arn:{self.partition}:s3:::{self.bucket_of(bucket)}/{segment}{PLACEHOLDER}"
+
+    def bucket_arn(self, bucket: str = "") -> str:
+        return f"arn:{self.partition}:s3:::{self.bucket_of(bucket)}"
+
+    def role_arn(self, arn: str) -> str:
+        leaf = arn.rsplit("/", 1)[-1]
+        pattern = self.stage.imports if "import" in leaf else self.stage.export_roles
+        return f"arn:{self.partition}:iam::{self.account}:role/{pattern.replace('*', leaf)}"
+
+    def kinesis_arn(self, name_or_arn: str) -> str:
+        """An import topic's stream (or its consumer, ``stream/NAME/consumer/C:T``) of the stage's pattern."""
+        rest = name_or_arn.split(":stream/", 1)[-1]
+        return self.arn("kinesis", "stream/" + self.stage.imports.replace("*", rest))
 
     def queue_arn(self, name: str) -> str:
         head = self.local.queue_prefix + "-"
@@ -98,7 +120,7 @@ class Names:
 
     def function(self, name: str) -> str:
         short = name.rsplit(":", 1)[-1]
-        for role in ("seek_worker", "push"):
+        for role in ("seek_worker", "push", "transform", "export", "ingest"):
             if short.endswith(role):
                 return self.stage.function(role)
         return short
@@ -154,11 +176,12 @@ def _s3(call: Call, n: Names) -> list[Request]:
         return [Request(action, "*")]
     if action in ("s3:ListBucket", "s3:CreateBucket") or op.startswith("PutBucket") or op == "GetBucketLocation":
         context = (("s3:prefix", p["Prefix"]),) if "Prefix" in p else ()
-        return [Request(action, n.bucket_arn(), context)]
+        return [Request(action, n.bucket_arn(p.get("Bucket", "")), context)]
     keys = p.get("Keys") if op == "DeleteObjects" else [p.get("Key", "")]
-    out = [Request(action, n.object_arn(k)) for k in keys or [""]]
+    out = [Request(action, n.object_arn(k, p.get("Bucket", ""))) for k in keys or [""]]
     if op in ("GetObject", "HeadObject") and call.get("outcome") in MISSING_OBJECT:
-        out.append(Request("s3:ListBucket", n.bucket_arn(), (("s3:prefix", p.get("Key", "") + PLACEHOLDER),),
+        out.append(Request("s3:ListBucket", n.bucket_arn(p.get("Bucket", "")),
+                           (("s3:prefix", p.get("Key", "") + PLACEHOLDER),),
                            why=f"{op} answered {call['outcome']}: S3 says 404 only to a caller allowed to list"))
     return out
 
@@ -200,6 +223,21 @@ def _ssm(call: Call, n: Names) -> list[Request]:
     return [Request(f"ssm:{op}", n.parameter_arn(name)) for name in names]
 
 
+def _kinesis(call: Call, n: Names) -> list[Request]:
+    """Import topics' streams: named by StreamName, StreamARN or ConsumerARN (iterators are the stream's)."""
+    op, p = call["operation"], call["params"]
+    target = p.get("ConsumerARN") or p.get("StreamARN") or p.get("StreamName")
+    if not target:
+        raise Unmapped(f"kinesis {op}")
+    return [Request(f"kinesis:{op}", n.kinesis_arn(str(target)))]
+
+
+def _sts(call: Call, n: Names) -> list[Request]:
+    if call["operation"] != "AssumeRole":
+        raise Unmapped(f"sts {call['operation']}")
+    return [Request("sts:AssumeRole", n.role_arn(call["params"].get("RoleArn", "")))]
+
+
 def _cloudwatch(call: Call, n: Names) -> list[Request]:
     action = f"cloudwatch:{call['operation']}"
     if action.lower() not in RESOURCELESS:
@@ -208,7 +246,8 @@ def _cloudwatch(call: Call, n: Names) -> list[Request]:
 
 
 MAPPERS: dict[str, Mapper] = {"dynamodb": _dynamodb, "dynamodb-streams": _streams, "s3": _s3, "sqs": _sqs,
-                              "lambda": _lambda, "ssm": _ssm, "cloudwatch": _cloudwatch}
+                              "lambda": _lambda, "ssm": _ssm, "cloudwatch": _cloudwatch, "sts": _sts,
+                              "kinesis": _kinesis}
 
 
 def requests(call: Call, names: Names) -> list[Request]:

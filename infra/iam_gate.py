@@ -45,7 +45,7 @@ class Exemption:
 
     function: str
     action: str
-    resource: str  # with {log_group}, {stream}, {queue}, {dlq} filled in per function
+    resource: str  # with {log_group}, {stream}, {queue}, {dlq}, {import_stream}, {import_consumer} filled in
     reason: str
 
 
@@ -62,6 +62,12 @@ EXEMPTIONS: tuple[Exemption, ...] = (
     Exemption("fanout", "sqs:SendMessage", "{dlq}",
               "the stream mapping's on-failure destination (infra/template.py _grant_dlq): Lambda sends the "
               "records it gave up on to the FanoutFailures queue with the function's role; no local pump does"),
+    *(Exemption("ingest", action, "{import_stream}", "Lambda's Kinesis mapping describes the stream with the "
+                "function's role; the local ingest pump lists the shards instead") for action in
+      ("kinesis:DescribeStream", "kinesis:DescribeStreamSummary")),
+    Exemption("ingest", "kinesis:SubscribeToShard", "{import_consumer}",
+              "a Kinesis mapping on an enhanced fan-out consumer subscribes to its shards with the function's role; "
+              "the local pump reads shards with GetRecords"),
     Exemption("push", "sqs:GetQueueAttributes", "{queue}",
               "Lambda's SQS mapping reads the queue's attributes with the function's role (Lambda requires it "
               "with ReceiveMessage and DeleteMessage); the local push pump has no need to"),
@@ -124,7 +130,9 @@ def statements(function: str, names: Names) -> list[Statement]:
 def exemptions(function: str, names: Names) -> list[tuple[Request, str]]:
     fields = {"log_group": names.arn("logs", f"log-group:/aws/lambda/{names.stage.function(function)}"),
               "stream": names.stream_arn(), "dlq": names.arn("sqs", names.stage.dlq),
-              "queue": names.queue_arn(f"{names.local.queue_prefix}-{PLACEHOLDER}")}
+              "queue": names.queue_arn(f"{names.local.queue_prefix}-{PLACEHOLDER}"),
+              "import_stream": names.kinesis_arn(PLACEHOLDER),
+              "import_consumer": names.kinesis_arn(f"{PLACEHOLDER}/consumer/{PLACEHOLDER}")}
     return [(Request(e.action, e.resource.format(**fields), why="exempt"), e.reason) for e in EXEMPTIONS
             if e.function in (ANY, function)]
 

@@ -55,14 +55,15 @@ def included(relative: str) -> bool:
     return not EXCLUDED.search(relative)
 
 
-def build(site_packages: Path, out: Path) -> Path:
-    """Zip the layer (``python/pyarrow/...``) from a folder holding the installed packages; reproducible."""
+def build(site_packages: Path, out: Path, packages: tuple[str, ...] = PACKAGES) -> Path:
+    """Zip the layer (``python/pyarrow/...``, or the ``packages`` given) from a folder holding the installed
+    packages; reproducible."""
     files = sorted(
-        p for package in PACKAGES for p in (site_packages / package).rglob("*")
+        p for package in packages for p in (site_packages / package).rglob("*")
         if p.is_file() and included(p.relative_to(site_packages).as_posix())
     )
     if not files:
-        raise FileNotFoundError(f"no {PACKAGES} under {site_packages}")
+        raise FileNotFoundError(f"no {packages} under {site_packages}")
     out.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as zf:
         for path in files:

@@ -16,7 +16,7 @@ from chalicelib.core.limits import DEPLOYED_MAX_REQUEST_BYTES
 
 APP = "metro"
 # Chalice's names of the app's Lambda functions
-FUNCTIONS = ("api_handler", "fanout", "push", "maintenance", "seek_worker")
+FUNCTIONS = ("api_handler", "fanout", "push", "maintenance", "seek_worker", "transform", "export", "ingest")
 _STAGE = re.compile(r"^[a-z][a-z0-9]{0,15}$")
 
 
@@ -65,6 +65,23 @@ class StageNames:
         return self.prefix if name == "api_handler" else f"{self.prefix}-{name}"
 
     @property
+    def export_buckets(self) -> str:
+        """The buckets export subscriptions may name (a pattern; docs/export.md): the export function's policy
+        writes them, and METRO_EXPORT_BUCKETS says the same to the API's check."""
+        return f"{self.prefix}-export-*"
+
+    @property
+    def export_roles(self) -> str:
+        """The roles a serviceAccountEmail may map to (METRO_EXPORT_ROLES): the export function may assume them."""
+        return f"{self.prefix}-export-*"
+
+    @property
+    def imports(self) -> str:
+        """The Kinesis streams, S3 buckets and roles import topics may name (a pattern; docs/import.md): the
+        policies read them, and METRO_INGESTION_SOURCES / METRO_INGESTION_ROLES say the same to the API's check."""
+        return f"{self.prefix}-import-*"
+
+    @property
     def storage_stack(self) -> str:
         return f"{self.prefix}-storage"
 
@@ -95,6 +112,12 @@ class StageNames:
             "METRO_QUEUE_PREFIX": self.queue_prefix,
             "METRO_PUSH_FUNCTION": self.function("push"),
             "METRO_SEEK_FUNCTION": self.function("seek_worker"),
+            "METRO_TRANSFORM_FUNCTION": self.function("transform"),
+            "METRO_EXPORT_FUNCTION": self.function("export"),
+            "METRO_EXPORT_BUCKETS": self.export_buckets,
+            "METRO_INGEST_FUNCTION": self.function("ingest"),
+            "METRO_INGESTION_SOURCES": f"arn:*:kinesis:*:*:stream/{self.imports},{self.imports}",
+            "METRO_INGESTION_ROLES": f"arn:*:iam::*:role/{self.imports}",
             "METRO_MAX_REQUEST_BYTES": str(DEPLOYED_MAX_REQUEST_BYTES),
             "METRO_SECRETS_SSM_PATH": f"/{self.prefix}",
         }

@@ -44,12 +44,16 @@ QUEUE_ADMIN = ["sqs:CreateQueue", "sqs:DeleteQueue", "sqs:SetQueueAttributes"]
 TABLE_ACTIONS: dict[str, tuple[list[str], list[str], list[str]]] = {
     "api_handler": (["BatchWriteItem", "ConditionCheckItem", "DeleteItem", "GetItem", "PutItem", "Query", "UpdateItem"],
                     ["GetItem", "PutItem", "Query"],
-                    ["BatchGetItem", "BatchWriteItem", "GetItem", "UpdateItem"]),
+                    ["BatchGetItem", "BatchWriteItem", "DeleteItem", "GetItem", "PutItem", "Query", "UpdateItem"]),
     "fanout": (["Query", "UpdateItem"], ["UpdateItem"], []),
     "push": (["GetItem", "PutItem", "Query", "UpdateItem"], ["PutItem"], ["BatchGetItem", "BatchWriteItem"]),
     "maintenance": (["BatchWriteItem", "DeleteItem", "GetItem", "PutItem", "Query", "Scan", "UpdateItem"],
-                    ["PutItem", "UpdateItem"], ["BatchWriteItem", "Query"]),
+                    ["GetItem", "PutItem", "UpdateItem"],
+                    ["BatchWriteItem", "GetItem", "PutItem", "Query", "UpdateItem"]),
     "seek_worker": (["ConditionCheckItem", "GetItem", "PutItem", "UpdateItem"], ["Query"], []),
+    "transform": ([], [], []),
+    "export": (["GetItem", "PutItem", "Query", "UpdateItem"], ["PutItem"], ["BatchGetItem", "BatchWriteItem"]),
+    "ingest": (["GetItem", "Query"], ["GetItem", "PutItem"], ["GetItem", "Query", "UpdateItem"]),
 }
 # The messages table's sparse index of the log items not fanned out yet (infra/resources.json), which the
 # maintenance run's fan-out catch-up reads (store/log.py).
@@ -107,19 +111,64 @@ def _queues(names: StageNames, actions: list[str], admin: bool = False) -> State
         f"arn:${{AWS::Partition}}:sqs:${{AWS::Region}}:${{AWS::AccountId}}:{names.queue_prefix}-*")])
 
 
-def _push_mappings(names: StageNames, create: bool = True, update: bool = True) -> list[Statement]:
+def _push_mappings(names: StageNames, create: bool = True, update: bool = True,
+                   export: bool = False, ingest: bool = False) -> list[Statement]:
     """The push function's event source mappings: listed by queue, created (API, seek worker), updated when found
-    with other settings (API, seek worker) and deleted (API, seek worker, maintenance's expiry)."""
-    push = _arn("arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::AccountId}:function:" + names.function("push"))
+    with other settings (API, seek worker) and deleted (API, seek worker, maintenance's expiry); with ``export``,
+    the export function's too (docs/export.md); with ``ingest``, the ingest function's Kinesis mappings, which the
+    API creates and deletes with import topics (docs/import.md)."""
+    functions = (["push", "export"] if export else ["push"]) + (["ingest"] if ingest else [])
+    arns = [_arn("arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::AccountId}:function:" + names.function(f))
+            for f in functions]
+    target: Any = arns if len(arns) > 1 else arns[0]
     out = [_allow("PushMappingsList", ["lambda:ListEventSourceMappings"], ["*"])]
     if create:
         out.insert(0, _allow("PushMappingsCreate", ["lambda:CreateEventSourceMapping"], ["*"],
-                             {"StringEquals": {"lambda:FunctionArn": push}}))
+                             {"StringEquals": {"lambda:FunctionArn": target}}))
     changes = ["lambda:DeleteEventSourceMapping"] + (["lambda:UpdateEventSourceMapping"] if update else [])
     out.append(_allow("PushMappings", changes,
                       [_arn("arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::AccountId}:event-source-mapping:*")],
-                      {"StringEquals": {"lambda:FunctionArn": push}}))
+                      {"StringEquals": {"lambda:FunctionArn": target}}))
     return out
+
+
+def _export_buckets(names: StageNames, actions: list[str]) -> Statement:
+    """Export subscriptions' buckets (the stage's pattern, METRO_EXPORT_BUCKETS): checked by the API (HeadBucket,
+    s3:ListBucket), written by the export function (s3:PutObject)."""
+    objects = "/*" if actions == ["s3:PutObject"] else ""
+    return _allow("ExportBuckets", actions, [_arn(f"arn:${{AWS::Partition}}:s3:::{names.export_buckets}{objects}")])
+
+
+def _export_roles(names: StageNames) -> Statement:
+    """The roles serviceAccountEmail maps to (METRO_EXPORT_ROLES): the API's bucket check and the writer assume them."""
+    return _allow("ExportRoles", ["sts:AssumeRole"],
+                  [_arn(f"arn:${{AWS::Partition}}:iam::${{AWS::AccountId}}:role/{names.export_roles}")])
+
+
+def _import_streams(names: StageNames, actions: list[str], consumers: list[str] | None = None) -> list[Statement]:
+    """Import topics' Kinesis streams (the stage's pattern, METRO_INGESTION_SOURCES) and, for ``consumers``, their
+    enhanced fan-out consumers."""
+    stream = f"arn:${{AWS::Partition}}:kinesis:${{AWS::Region}}:${{AWS::AccountId}}:stream/{names.imports}"
+    out = [_allow("ImportStreams", actions, [_arn(stream)])]
+    if consumers:
+        out.append(_allow("ImportConsumers", consumers, [_arn(stream + "/consumer/*")]))
+    return out
+
+
+def _import_buckets(names: StageNames, objects: bool = False) -> list[Statement]:
+    """Import topics' S3 buckets: checked by the API (HeadBucket: s3:ListBucket), listed and read (``objects``) by
+    the maintenance scan."""
+    out = [_allow("ImportBuckets", ["s3:ListBucket"], [_arn(f"arn:${{AWS::Partition}}:s3:::{names.imports}")])]
+    if objects:
+        out.append(_allow("ImportObjects", ["s3:GetObject"],
+                          [_arn(f"arn:${{AWS::Partition}}:s3:::{names.imports}/*")]))
+    return out
+
+
+def _import_roles(names: StageNames) -> Statement:
+    """The roles an import topic's awsRoleArn may name (METRO_INGESTION_ROLES): the API's checks assume them."""
+    return _allow("ImportRoles", ["sts:AssumeRole"],
+                  [_arn(f"arn:${{AWS::Partition}}:iam::${{AWS::AccountId}}:role/{names.imports}")])
 
 
 def _invoke_seek_worker(names: StageNames) -> Statement:
@@ -127,6 +176,13 @@ def _invoke_seek_worker(names: StageNames) -> Statement:
     worker = names.function("seek_worker")
     return _allow("SeekWorkerInvoke", ["lambda:InvokeFunction"], [_arn(
         "arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::AccountId}:function:" + worker)])
+
+
+def _invoke_transform(names: StageNames) -> Statement:
+    """Publish and delivery hand messages to the one function that runs the transforms' JavaScript
+    (chalicelib/store/transformer.py, infra/v8_layer.py)."""
+    return _allow("TransformInvoke", ["lambda:InvokeFunction"], [_arn(
+        "arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::AccountId}:function:" + names.function("transform"))])
 
 
 def _invoke_own_slices(names: StageNames) -> Statement:
@@ -139,6 +195,8 @@ def statements(names: StageNames, function: str) -> list[Statement]:
     """The statements of one function's policy."""
     if function not in TABLE_ACTIONS:
         raise ValueError(f"unknown function {function!r}")
+    if function == "transform":  # users' JavaScript runs here: its role writes its logs and nothing else
+        return _logs(names, function)
     stream = _arn(f"arn:${{AWS::Partition}}:dynamodb:${{AWS::Region}}:${{AWS::AccountId}}:table/"
                   f"{names.messages_table}/stream/*")
     out = [*_logs(names, function), _allow("StageSecrets", ["ssm:GetParameters"], [_arn(
@@ -156,10 +214,16 @@ def statements(names: StageNames, function: str) -> list[Statement]:
             _listing("ListMetrics", names, "metrics/"),
             _queues(names, QUEUE_DATA),
             _queues(names, QUEUE_ADMIN, admin=True),
-            *_push_mappings(names),
+            *_push_mappings(names, export=True, ingest=True),
+            _export_buckets(names, ["s3:ListBucket"]),
+            _export_roles(names),
             _invoke_seek_worker(names),
+            _invoke_transform(names),
             # :metrics reads a queue's oldest message age (AWS/SQS); CloudWatch reads have no resource type
             _allow("QueueAge", ["cloudwatch:GetMetricStatistics"], ["*"]),
+            *_import_streams(names, ["kinesis:DescribeStreamSummary"], ["kinesis:DescribeStreamConsumer"]),
+            *_import_buckets(names),
+            _import_roles(names),
         ]
     elif function == "fanout":  # the messages table's stream -> the subscriptions' queues
         out += [
@@ -178,6 +242,28 @@ def statements(names: StageNames, function: str) -> list[Statement]:
             _listing("ListBodies", names, "raw/", "archive/"),
             _queues(names, ["sqs:SendMessage", "sqs:ReceiveMessage", "sqs:DeleteMessage",
                             "sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes"]),
+            _invoke_transform(names),
+        ]
+    elif function == "export":  # the export queues' mappings -> files in S3; dead-lettering publishes
+        out += [
+            _allow("Bodies", ["s3:GetObject", "s3:PutObject"], _objects(names, "raw/")),
+            _allow("Archive", ["s3:GetObject"], _objects(names, "archive/")),
+            _listing("ListBodies", names, "raw/", "archive/"),
+            _queues(names, ["sqs:SendMessage", "sqs:ReceiveMessage", "sqs:DeleteMessage",
+                            "sqs:ChangeMessageVisibility"]),
+            _export_buckets(names, ["s3:PutObject"]),
+            _export_roles(names),
+            _invoke_transform(names),
+        ]
+    elif function == "ingest":  # Kinesis (and MSK) batches of import topics -> publish
+        out += [
+            # the Kinesis mapping reads with the function's role (DescribeStream*, SubscribeToShard for a consumer:
+            # infra/iam_gate.py's exemptions); the local pump lists, and reads as the mapping does
+            *_import_streams(names, ["kinesis:DescribeStream", "kinesis:DescribeStreamSummary", "kinesis:GetRecords",
+                                     "kinesis:GetShardIterator", "kinesis:ListShards"], ["kinesis:SubscribeToShard"]),
+            _allow("Bodies", ["s3:PutObject"], _objects(names, "raw/")),
+            _queues(names, ["sqs:SendMessage"]),
+            _invoke_transform(names),  # an import topic's transforms, at publish
         ]
     elif function == "maintenance":  # dead-letter sweep, fan-out catch-up, idle expiry, stalled seeks
         out += [
@@ -186,15 +272,18 @@ def statements(names: StageNames, function: str) -> list[Statement]:
                 f"{names.messages_table}/index/{UNFANNED_INDEX}")]),
             _allow("Bodies", ["s3:GetObject", "s3:PutObject"], _objects(names, "raw/")),
             _queues(names, ["sqs:SendMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility", "sqs:DeleteQueue"]),
-            *_push_mappings(names, create=False, update=False),
+            *_push_mappings(names, create=False, update=False, export=True),
             _invoke_seek_worker(names),
+            *_import_buckets(names, objects=True),
         ]
     else:  # seek_worker: a background seek's chunks: the log -> the new queue generation, the swap
         out += [
             _allow("Bodies", ["s3:GetObject"], _objects(names, "raw/", "archive/", "snapshots/")),
             _listing("ListBodies", names, "raw/", "archive/"),
             _queues(names, ["sqs:SendMessage", "sqs:ReceiveMessage", "sqs:GetQueueAttributes", "sqs:DeleteQueue"]),
-            *_push_mappings(names),
+            # an export subscription's new queue generation: its visibility above the export function's timeout
+            _queues(names, ["sqs:SetQueueAttributes"], admin=True),
+            *_push_mappings(names, export=True),
             _invoke_seek_worker(names),
         ]
     return out

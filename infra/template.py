@@ -16,7 +16,8 @@ deploy command hands to CloudFormation:
 * the fan-out function's asynchronous invocations of itself, one per slice of a wide topic
   (infra/fanout_slices.py);
 * reserved concurrency for the functions asked for;
-* the pyarrow layer (infra/layer.py) on every function: each may read a compacted body from the archive;
+* the pyarrow layer (infra/layer.py) on every function but the transform function: each may read a compacted body
+  from the archive; the transform function gets the JavaScript layer (infra/v8_layer.py) instead;
 * the front door (docs/decisions/front-door.md): an API Gateway HTTP API per dialect by default
   (infra/http_api.py), or, with ``front_door="rest"``, Chalice's REST API and a second one whose stage says
   ``dialect=ams`` (infra/ams_stage.py); the same handler behind both dialects either way.
@@ -36,10 +37,14 @@ from infra.names import StageNames
 
 # Chalice's logical ids of the functions, by Chalice function name
 FUNCTION_IDS = {"api_handler": "APIHandler", "fanout": "Fanout", "push": "Push", "maintenance": "Maintenance",
-                "seek_worker": "SeekWorker"}
+                "seek_worker": "SeekWorker", "transform": "Transform", "export": "Export", "ingest": "Ingest"}
 FANOUT_EVENT = "FanoutDynamodbEventSource"
 DLQ_ID, ALARM_ID, MAPPING_ID = "FanoutFailures", "FanoutFailuresAlarm", "FanoutStreamMapping"
 LAYER_ID = "PyarrowLayer"
+V8_LAYER_ID = "JavaScriptLayer"
+# The functions without the pyarrow layer: the transform function reads no archive, and carries V8 instead
+# (infra/v8_layer.py)
+WITHOUT_PYARROW = frozenset({"transform"})
 # The stream records fan-out works on: new log items that publish did not fan out itself (chalicelib/store/log.py
 # marks them). TTL deletes, the handler's own marking (MODIFY) and directly fanned items never invoke it.
 FANOUT_RECORDS = {"eventName": ["INSERT"], "dynamodb": {"NewImage": {UNFANNED_SHARD: {"S": [{"exists": True}]}}}}
@@ -66,6 +71,7 @@ class Settings:
     alarm_email: str = ""  # subscribed to the stack's alarm topic (it confirms by e-mail)
     log_retention_days: int = 30  # the functions' and the APIs' access log groups
     layer_key: str = ""  # the pyarrow layer's zip in code_bucket (infra/layer.py); "" = no layer
+    v8_layer_key: str = ""  # the JavaScript layer's zip in code_bucket (infra/v8_layer.py); "" = no layer
     ams_domain: str = ""  # a host name for the AMS dialect (infra/ams_stage.py), with its certificate's ARN
     ams_certificate_arn: str = ""
     front_door: str = "http"  # "http": API Gateway HTTP APIs (infra/http_api.py); "rest": Chalice's REST API
@@ -140,6 +146,19 @@ def _layer(names: StageNames, settings: Settings) -> dict[str, Any]:
     }
 
 
+def _v8_layer(names: StageNames, settings: Settings) -> dict[str, Any]:
+    return {
+        "Type": "AWS::Lambda::LayerVersion",
+        "Properties": {
+            "LayerName": f"{names.prefix}-javascript",
+            "Description": "V8 (mini-racer) for the message transforms' JavaScript (infra/v8_layer.py)",
+            "Content": {"S3Bucket": settings.code_bucket, "S3Key": settings.v8_layer_key},
+            "CompatibleRuntimes": [lambda_runtime.RUNTIME],
+            "CompatibleArchitectures": ["x86_64"],
+        },
+    }
+
+
 def _public_url(out: Template) -> Any:
     """The stage's API URL as Chalice's ``EndpointURL`` output writes it, without the trailing slash."""
     value = out["Outputs"]["EndpointURL"]["Value"]
@@ -182,8 +201,12 @@ def merge(packaged: Template, settings: Settings) -> Template:
     push_env.setdefault("METRO_PUBLIC_URL", _public_url(out))  # a stage's own setting (a custom domain) wins
     if settings.layer_key:
         resources[LAYER_ID] = _layer(names, settings)
-        for logical_id in FUNCTION_IDS.values():
-            resources[logical_id]["Properties"]["Layers"] = [{"Ref": LAYER_ID}]
+        for function, logical_id in FUNCTION_IDS.items():
+            if function not in WITHOUT_PYARROW:
+                resources[logical_id]["Properties"]["Layers"] = [{"Ref": LAYER_ID}]
+    if settings.v8_layer_key:
+        resources[V8_LAYER_ID] = _v8_layer(names, settings)
+        resources[FUNCTION_IDS["transform"]]["Properties"]["Layers"] = [{"Ref": V8_LAYER_ID}]
     fanout = resources[FUNCTION_IDS["fanout"]]["Properties"]
     event = fanout.get("Events", {}).pop(FANOUT_EVENT, {})
     if not fanout.get("Events"):

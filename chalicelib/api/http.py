@@ -25,7 +25,13 @@ CONTENT_TYPES = ["application/json", "application/json; charset=utf-8", "applica
 
 # Enums that appear in Metro's responses, as numbers for the `$alt=json;enum-encoding=int` dialect.
 _ENUMS: dict[str, dict[str, int]] = {
-    "state": {"STATE_UNSPECIFIED": 0, "ACTIVE": 1, "RESOURCE_ERROR": 2, "INGESTION_RESOURCE_ERROR": 2},
+    "state": {"STATE_UNSPECIFIED": 0, "ACTIVE": 1, "RESOURCE_ERROR": 2, "INGESTION_RESOURCE_ERROR": 2,
+              # an import topic's source (Google's AwsKinesis.State, CloudStorage.State, AwsMsk.State)
+              "KINESIS_PERMISSION_DENIED": 2, "CLOUD_STORAGE_PERMISSION_DENIED": 2, "MSK_PERMISSION_DENIED": 2,
+              "PUBLISH_PERMISSION_DENIED": 3, "STREAM_NOT_FOUND": 4, "BUCKET_NOT_FOUND": 4, "CLUSTER_NOT_FOUND": 4,
+              "CONSUMER_NOT_FOUND": 5, "TOO_MANY_OBJECTS": 5, "TOPIC_NOT_FOUND": 5,
+              # an export subscription's (Google's CloudStorageConfig.State, docs/export.md)
+              "PERMISSION_DENIED": 2, "NOT_FOUND": 3},
     "encoding": {"ENCODING_UNSPECIFIED": 0, "JSON": 1, "BINARY": 2},
     "type": {"TYPE_UNSPECIFIED": 0, "PROTOCOL_BUFFER": 1, "AVRO": 2, "JSON_SCHEMA": 3},
 }

@@ -37,6 +37,8 @@ TOPIC_UPDATABLE = {
     "kms_key_name": "kms_key_name",
     "schema_settings": "schema_settings",
     "message_retention_duration": "message_retention_duration",
+    "ingestion_data_source_settings": "ingestion_data_source_settings",
+    "message_transforms": "message_transforms",
 }
 SUBSCRIPTION_UPDATABLE = {
     "push_config": "push_config",
@@ -49,6 +51,8 @@ SUBSCRIPTION_UPDATABLE = {
     "retry_policy": "retry_policy",
     "enable_exactly_once_delivery": "enable_exactly_once_delivery",
     "detached": "detached",
+    "cloud_storage_config": "cloud_storage_config",
+    "message_transforms": "message_transforms",
 }
 
 

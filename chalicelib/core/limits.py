@@ -10,6 +10,9 @@ MAX_ATTRIBUTE_KEY_BYTES = 256
 MAX_ATTRIBUTE_VALUE_BYTES = 1024
 MAX_ORDERING_KEY_BYTES = 1024
 MAX_LABELS = 64
+# Single message transforms (docs/transforms.md): per topic or subscription, and the size of one UDF's code
+MAX_MESSAGE_TRANSFORMS = 5
+MAX_UDF_CODE_BYTES = 20 * 1000
 
 ACK_DEADLINE_DEFAULT = 10
 ACK_DEADLINE_MIN = 10

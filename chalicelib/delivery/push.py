@@ -25,11 +25,13 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from chalicelib.core import live, names
 from chalicelib.core.queueing.backoff import NACK_FLOOR, PushThrottle, ThrottleState
 from chalicelib.core.queueing.deadletter import is_last_attempt
+from chalicelib.core.queueing.retry import nack_delay
 from chalicelib.core.records import SubscriptionRecord
 from chalicelib.delivery import ams_batches, lanes
 from chalicelib.delivery.push_request import Item, Poster, build_batch_request, build_request, http_poster
 from chalicelib.delivery.scheduler import ACKED, Batch, Clock, Outcome, Scheduler
 from chalicelib.observability import catalog, metrics
+from chalicelib.service import transforms
 from chalicelib.service.ams import push_ready
 from chalicelib.service.context import Context
 from chalicelib.service.deadletter import DeadLetters, parked_seconds
@@ -107,6 +109,11 @@ class PushDelivery:
         if not deliveries:
             return exploded
         self.steps.fetch_bodies(deliveries)
+        settled: dict[str, Outcome] = {}
+        if rec.spec.message_transforms:
+            deliveries, settled = self._transformed(rec, deliveries)
+            if not deliveries:
+                return {**exploded, **settled}
         throttle = PushThrottle(self.ctx.push.load_throttle(rec.name))
         before = ThrottleState(**throttle.state.to_dict())
         timeout, now = self._timeout(rec, context), self.monotonic()
@@ -126,7 +133,24 @@ class PushDelivery:
                 self.steps.activity.mark(rec.name)
         except Exception:
             log.exception("push bookkeeping for %s failed", rec.name)
-        return {**exploded, **batch.results}
+        return {**exploded, **settled, **batch.results}
+
+    def _transformed(self, rec: SubscriptionRecord, deliveries: list[Delivery]) -> tuple[list[Delivery],
+                                                                                       dict[str, Outcome]]:
+        """The subscription's message transforms (docs/transforms.md): the deliveries to push, and the outcomes of
+        the others. A dropped message is acknowledged; one a transform fails on goes to the dead-letter topic, or
+        without one is nacked (the retry policy's backoff)."""
+        shaped = transforms.for_delivery(self.ctx, rec, deliveries)
+        removed, failed = list(shaped.dropped), transforms.failures(rec, shaped)
+        if failed and rec.spec.dead_letter_policy is not None:
+            forwarded = self.dead_letters.forward(rec, failed, ended=True)
+            removed, failed = removed + forwarded.removed, forwarded.parked
+        if removed:
+            self.ctx.queues.delete_batch(rec.queue_url, [d.receipt for d in removed])
+        if failed:
+            self.ctx.queues.change_visibility_batch(rec.queue_url, [(d.receipt, nack_delay(rec, d.attempt))
+                                                                    for d in failed])
+        return shaped.kept, {**{d.key: ACKED for d in removed}, **{d.key: Outcome(False) for d in failed}}
 
     def _explode(self, rec: SubscriptionRecord, deliveries: list[Delivery]) -> dict[str, Outcome]:
         """Packs (sent while the subscription pulled) go back to the queue one message per queue message, and

@@ -29,6 +29,8 @@ from chalicelib.local import faults, grpc_edge
 from chalicelib.local.bootstrap import bootstrap
 from chalicelib.local.declare import apply_at_start
 from chalicelib.local.emulator import EmulatorServer
+from chalicelib.local.export_pump import ExportPump
+from chalicelib.local.ingest_pump import IngestPump
 from chalicelib.local.inprocess import InProcessTransport
 from chalicelib.local.invoke_pump import InvokePump
 from chalicelib.local.moto_fixes import fix_moto
@@ -145,6 +147,8 @@ class Stack:
         apply_at_start(self.local, runtime.services())  # METRO_INIT, PUBSUB_PROJECT1..N (docs/init.md)
         self.pump = StreamPump(self.config, handlers.fanout, interval=self.local.pump_interval)
         self.push_pump = PushPump(self.config, handlers.push, refresh=self.local.push_refresh)
+        self.export_pump = ExportPump(self.config, handlers.export, refresh=self.local.push_refresh)
+        self.ingest_pump = IngestPump(self.config, handlers.ingest, handlers.ingest_scan)
         self.schedule = Schedule(handlers.maintenance, self.local.maintenance_interval)
         self.sweep = Schedule(handlers.dead_letter_sweep, self.local.dead_letter_sweep_interval, "dead-letter-sweep")
         self.invocations = InvokePump(lambda: runtime.services().ctx.invoker.pending,
@@ -167,6 +171,8 @@ class Stack:
     def serve(self) -> None:
         self.pump.start()
         self.push_pump.start()
+        self.export_pump.start()
+        self.ingest_pump.start()
         self.schedule.start()
         self.sweep.start()
         threading.Thread(target=self.ams.server.serve_forever, kwargs={"poll_interval": 0.2}, name="ams",
@@ -184,6 +190,8 @@ class Stack:
     def stop(self) -> None:
         self.pump.stop()
         self.push_pump.stop()
+        self.export_pump.stop()
+        self.ingest_pump.stop()
         self.schedule.stop()
         self.sweep.stop()
         self.invocations.stop()

@@ -43,3 +43,6 @@ MAINTENANCE_HEARTBEAT = "MaintenanceRuns"
 # Background seeks (service/seek_worker.py), each maintenance run: how many run, how many were found stalled, and
 # the seconds since the least recently advanced running seek moved (0 with none running).
 SEEK_RUNNING, SEEK_STALLED, SEEK_PROGRESS_AGE = "SeekJobsRunning", "SeekJobsStalled", "SeekOldestProgressAge"
+# Import topics (service/ingestor.py): messages and bytes published from a source, records refused (schema or
+# transform: an IngestionFailureEvent each), per topic with per-resource dimensions.
+INGESTED_MESSAGES, INGESTED_BYTES, INGESTION_FAILURES = "IngestedMessages", "IngestedBytes", "IngestionFailures"

@@ -50,6 +50,12 @@ def schedule_ids(event: Mapping[str, Any]) -> dict[str, Any]:
     return {"correlation_id": str(event.get("id", ""))}
 
 
+def ingest_ids(event: Mapping[str, Any]) -> dict[str, Any]:
+    """A Kinesis batch's record ids (shard:sequence), or an MSK batch's cluster."""
+    ids = [str(r.get("eventID", "")) for r in _records(event) if r.get("eventID")]
+    return {"correlation_id": _joined(ids) if ids else str(event.get("eventSourceArn", ""))}
+
+
 class _Cold:
     start = True
 

@@ -20,9 +20,10 @@ from chalicelib.core.wire.requests import (
     UpdateTopicRequest,
 )
 from chalicelib.core.wire.responses import Page
-from chalicelib.service import push_config, quotas
+from chalicelib.service import exports, push_config, quotas, transforms
 from chalicelib.service.checks import check_subscription
 from chalicelib.service.context import Context
+from chalicelib.service.ingestion import IngestionSettings
 from chalicelib.service.schema_topics import TopicSchemas
 
 
@@ -31,13 +32,18 @@ class AdminService:
         self.ctx = ctx
         self.resources = ctx.resources
         self.schemas = TopicSchemas(ctx)
+        self.ingestion = IngestionSettings(ctx)
 
     # -- topics ---------------------------------------------------------------------------
     def create_topic(self, name: Name, topic: Topic) -> Topic:
         spec = topic.model_copy(update={"name": name.path, "state": None,
                                         "schema_settings": self.schemas.checked(topic.schema_settings)})
+        spec = self.ingestion.checked(spec)
+        transforms.check(self.ctx, spec.message_transforms)
         quotas.check_topic(self.ctx, name)
-        return self.resources.create_topic(name, spec, self.ctx.clock()).spec
+        created = self.resources.create_topic(name, spec, self.ctx.clock()).spec
+        self.ingestion.applied(name.path, None, created)
+        return created
 
     def get_topic(self, name: Name) -> Topic:
         return self.resources.require_topic(name).spec
@@ -47,7 +53,12 @@ class AdminService:
         spec = rec.spec.model_copy(update={f: getattr(request.topic, f) for f in request.update_mask})
         if "schema_settings" in request.update_mask:
             spec = spec.model_copy(update={"schema_settings": self.schemas.checked(spec.schema_settings)})
+        if "ingestion_data_source_settings" in request.update_mask:
+            spec = self.ingestion.checked(spec)
+        if "message_transforms" in request.update_mask:
+            transforms.check(self.ctx, spec.message_transforms)
         self.resources.put_topic(name, TopicRecord(spec, rec.created))
+        self.ingestion.applied(name.path, rec.spec, spec)
         return spec
 
     def list_topics(self, project: str, page: PageRequest) -> Page[Topic]:
@@ -55,7 +66,9 @@ class AdminService:
         return Page("topics", tuple(r.spec for r in recs), nxt)
 
     def delete_topic(self, name: Name) -> None:
+        old = self.resources.get_topic(name)
         self.resources.delete_topic(name)
+        self.ingestion.applied(name.path, old.spec if old else None, None)
         # Subscriptions survive their topic, pointing at _deleted-topic_, and stop receiving.
         while True:
             subs, _ = self.resources.topic_subscriptions(name.path, page_size=100)
@@ -81,6 +94,8 @@ class AdminService:
                                                "topic_message_retention_duration": None, "detached": False})
         check_subscription(spec, self.ctx)
         push_config.validate(self.ctx, spec)
+        spec = exports.validate(self.ctx, spec)
+        transforms.check(self.ctx, spec.message_transforms)
         if self.resources.get_subscription(name) is not None:
             raise AlreadyExists("Subscription already exists")
         quotas.check_subscription(self.ctx, name, topic)
@@ -98,6 +113,7 @@ class AdminService:
             self.ctx.queues.delete(url)
             raise
         push_config.sync(self.ctx, None, rec)
+        exports.sync(self.ctx, None, rec)
         return rec
 
     def get_subscription(self, name: Name) -> SubscriptionRecord:
@@ -125,6 +141,7 @@ class AdminService:
         rec = self.resources.require_subscription(name)
         self.resources.delete_subscription(name, rec.spec.topic)
         push_config.sync(self.ctx, rec, None)
+        exports.sync(self.ctx, rec, None)
         self.ctx.queues.delete(rec.queue_url)
 
     # -- helpers --------------------------------------------------------------------------
@@ -133,6 +150,9 @@ class AdminService:
         spec = push_config.settle_ams_push(self.ctx, rec.spec, rec.spec.model_copy(update=dict(changes)))
         check_subscription(spec, self.ctx)
         push_config.validate(self.ctx, spec, rec.spec)
+        spec = exports.validate(self.ctx, spec, rec.spec)
+        if "message_transforms" in changes:
+            transforms.check(self.ctx, spec.message_transforms)
         if spec.is_push and not rec.spec.is_push:
             quotas.check_push(self.ctx, name)
         if spec.ack_deadline != rec.spec.ack_deadline:
@@ -142,4 +162,5 @@ class AdminService:
         new = rec.with_spec(spec)
         self.resources.put_subscription(name, new, old_topic=rec.spec.topic if rec.attached else None)
         push_config.sync(self.ctx, rec, new)
+        exports.sync(self.ctx, rec, new)
         return new

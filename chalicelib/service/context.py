@@ -8,19 +8,23 @@ to the stores that run calls concurrently.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from chalicelib.config import Config
+from chalicelib.core import transforms
 from chalicelib.core.ids import IdSource
 from chalicelib.core.queueing.ackids import AckIdCodec
 from chalicelib.store.counters import CounterStore
 from chalicelib.store.deadletter import LastAttemptStore
+from chalicelib.store.exports import ExportStore
 from chalicelib.store.fanout_slices import SliceStore
 from chalicelib.store.health import StoreProbes
 from chalicelib.store.history import TopicHistory
 from chalicelib.store.identity import IdentityStore
+from chalicelib.store.ingestion import IngestionStore
 from chalicelib.store.invoker import AsyncInvoker
 from chalicelib.store.leases import ExactLeases, SkipStore
 from chalicelib.store.log import MessageLog
@@ -35,6 +39,7 @@ from chalicelib.store.resources import ResourceStore
 from chalicelib.store.schemas import SchemaStore
 from chalicelib.store.seek_jobs import SeekJobStore
 from chalicelib.store.snapshots import SnapshotStore
+from chalicelib.store.transformer import Transformer
 from chalicelib.store.usage import UsageStore
 from chalicelib.store.workers import Workers
 
@@ -67,6 +72,9 @@ class Context:
     resolver: EndpointResolver
     probes: StoreProbes
     workers: Workers
+    exports: ExportStore
+    ingestion: IngestionStore
+    transformer: Transformer
     clock: Clock = time.time
     ids: IdSource = field(default_factory=IdSource)
 
@@ -86,4 +94,7 @@ class Context:
                    counters=CounterStore(config), queue_age=QueueAge(config), seek_jobs=SeekJobStore(config),
                    invoker=invoker, slices=SliceStore(config, invoker, workers), last_attempts=LastAttemptStore(config),
                    resolver=EndpointResolver(config, workers), probes=StoreProbes(config), workers=workers,
+                   exports=ExportStore(config), ingestion=IngestionStore(config),
+                   transformer=Transformer(config, functools.partial(transforms.run_batch, transforms.Limits(
+                       config.transform_call_ms, config.transform_memory_bytes))),
                    clock=clock, ids=ids or IdSource())

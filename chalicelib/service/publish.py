@@ -30,9 +30,11 @@ from chalicelib.core.names import Name
 from chalicelib.core.records import LogEntry
 from chalicelib.core.timefmt import format_timestamp_us, parse_duration
 from chalicelib.core.wire.messages import NewMessage
+from chalicelib.core.wire.models import Topic
 from chalicelib.core.wire.requests import PublishRequest
 from chalicelib.core.wire.responses import PublishResponse
 from chalicelib.observability import catalog, metrics
+from chalicelib.service import transforms
 from chalicelib.service.context import Context
 from chalicelib.service.enqueue import enqueue
 from chalicelib.service.schema_topics import TopicSchemas
@@ -47,19 +49,37 @@ class PublishService:
         self.ctx = ctx
         self.schemas = schemas or TopicSchemas(ctx)
 
-    def publish(self, topic: Name, request: PublishRequest) -> PublishResponse:
-        """Check the messages against the topic's schema, if it has one, then store them."""
+    def publish(self, topic: Name, request: PublishRequest, request_id: str | None = None) -> PublishResponse:
+        """Check the messages against the topic's schema, if it has one, then store them (as ``request_id``, when
+        given: an import topic's ingestion publishes a batch again under the id it first chose)."""
         with metrics.operation(catalog.PUBLISH, topic=topic.path) as tally:
-            messages = self.schemas.conforming(self.ctx.resources.cached_topic(topic).spec, request.messages)
-            ids = self.append(topic, messages)
+            spec = self.ctx.resources.cached_topic(topic).spec
+            if spec.message_transforms:
+                return self._transformed(topic, spec, request, request_id, tally)
+            messages = self.schemas.conforming(spec, request.messages)
+            ids = self.append(topic, messages, request_id)
             tally.messages = len(ids)
             return PublishResponse(tuple(ids))
 
-    def append(self, topic: Name, messages: Sequence[NewMessage]) -> list[str]:
+    def _transformed(self, topic: Name, spec: Topic, request: PublishRequest, request_id: str | None,
+                     tally: metrics.Tally) -> PublishResponse:
+        """The topic's message transforms first, then its schema; a dropped message is not stored and gets an id
+        of the request no stored message has (docs/transforms.md)."""
+        now = self.ctx.clock()
+        out = transforms.for_publish(self.ctx, spec.message_transforms, request.messages,
+                                     transforms.seconds(format_timestamp_us(now)))
+        kept = out.messages
+        request_id = request_id or self.ctx.ids.request_id(now)
+        stored = iter(self.append(topic, self.schemas.conforming(spec, kept), request_id) if kept else [])
+        extra = iter(ids.message_id(request_id, len(kept) + j) for j in range(len(out.kept) - len(kept)))
+        tally.messages = len(kept)
+        return PublishResponse(tuple(next(stored) if m is not None else next(extra) for m in out.kept))
+
+    def append(self, topic: Name, messages: Sequence[NewMessage], request_id: str | None = None) -> list[str]:
         """Store already validated messages as one publish request; returns their ids in order."""
         rec = self.ctx.resources.cached_topic(topic)
         now = self.ctx.clock()
-        request_id = self.ctx.ids.request_id(now)
+        request_id = request_id or self.ctx.ids.request_id(now)
         publish_time = format_timestamp_us(now)
         stored = [
             payload.StoredMessage(ids.message_id(request_id, i), m.data, m.attributes, m.ordering_key)

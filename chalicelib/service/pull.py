@@ -12,6 +12,7 @@ modack  : [exactly-once: one conditional update per message] -> [as ack, for nac
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from collections import Counter, defaultdict
@@ -29,6 +30,7 @@ from chalicelib.core.timefmt import format_timestamp, parse_timestamp
 from chalicelib.core.wire.requests import AcknowledgeRequest, ModifyAckDeadlineRequest, PullRequest
 from chalicelib.core.wire.responses import Empty, PullResponse, ReceivedMessage
 from chalicelib.observability import catalog, metrics
+from chalicelib.service import transforms
 from chalicelib.service.context import Context
 from chalicelib.service.deadletter import DeadLetters, LastAttempts, parked_seconds
 from chalicelib.service.delivery import Delivery, Steps, decode_received
@@ -37,6 +39,8 @@ from chalicelib.service.packs import Packs
 from chalicelib.service.publish import PublishService
 
 LINGER_STEP_SECONDS = 0.01
+
+log = logging.getLogger(__name__)
 
 
 class PullService:
@@ -68,6 +72,9 @@ class PullService:
 
     def _pull(self, name: Name, request: PullRequest) -> PullResponse:
         rec = self._subscription(name)
+        if rec.spec.cloud_storage_config is not None:  # its messages go to files only (docs/export.md)
+            raise FailedPrecondition(f"Subscription {name.path} is a Cloud Storage (export) subscription: its "
+                                     "messages are written to its bucket and cannot be pulled.")
         # Visibility = ack deadline + the retry policy's backoff, so an expiry is followed by that backoff.
         wait = 0 if request.return_immediately else int(self.ctx.config.pull_wait_seconds)
         deliveries = self._receive(rec, request.max_messages, wait, expiry_visibility(rec, rec.spec.ack_deadline, 1))
@@ -89,6 +96,8 @@ class PullService:
         for d in deliveries:
             if d.split:
                 kept[d.pack] |= 1 << d.index
+        if rec.spec.message_transforms:  # docs/transforms.md
+            deliveries = self._transformed(name, rec, lease_id, deliveries, handed, kept)
         return PullResponse(tuple(self._received(name, rec, lease_id, d, handed[d.pack], kept.get(d.pack, 0))
                                   for d in deliveries))
 
@@ -101,6 +110,32 @@ class PullService:
         return ReceivedMessage(ack, env.message_id, format_timestamp(parse_timestamp(env.publish_time, "publish_time")),
                                d.data, env.attributes, env.ordering_key,
                                d.attempt if reports_attempts(rec) else None)
+
+    def _transformed(self, name: Name, rec: SubscriptionRecord, lease_id: str, deliveries: list[Delivery],
+                     handed: Counter[str], kept: dict[str, int]) -> list[Delivery]:
+        """The subscription's transforms: a dropped message is acknowledged (through the ack path, so a pack member
+        or an exactly-once lease settles as an ack would); one a transform fails on goes to the dead-letter topic,
+        or without one is nacked (redelivered after the retry policy's backoff)."""
+        out = transforms.for_delivery(self.ctx, rec, deliveries)
+
+        def ack(d: Delivery) -> tuple[str, AckId]:
+            assert d.env is not None
+            a = AckId(name.path, lease_id, d.env.message_id, d.receipt, rec.queue_gen, d.attempt, d.pack, d.index,
+                      d.pack_size, max(1, handed[d.pack]), kept.get(d.pack, 0))
+            return self.ctx.ack_ids.encode(a), a
+
+        failed = [d for d, _ in out.failed]
+        for d, error in out.failed:
+            log.warning("a message transform of %s failed on message %s: %s", name.path, d.message_id, error)
+        if failed and rec.spec.dead_letter_policy is not None:
+            forwarded = self.dead_letters.forward(rec, failed, ended=True)
+            out.dropped.extend(forwarded.removed)  # sent to the dead-letter topic: settled
+            failed = forwarded.parked
+        if out.dropped:
+            self._acknowledge(name, AcknowledgeRequest(tuple(ack(d)[0] for d in out.dropped)))
+        if failed:
+            self._modify_ack_deadline(name, ModifyAckDeadlineRequest(tuple(ack(d)[0] for d in failed), 0))
+        return out.kept
 
     def _require_bodies(self, deliveries: Sequence[Delivery]) -> None:
         self.steps.fetch_bodies(deliveries)

@@ -38,7 +38,7 @@ from chalicelib.core.replay.seek import Restore, earliest_retained, replays_acke
 from chalicelib.core.replay.seek_jobs import FAILED, SUCCEEDED, SeekJob
 from chalicelib.core.wire.requests import SeekRequest
 from chalicelib.core.wire.responses import SeekResponse
-from chalicelib.service import push_config
+from chalicelib.service import exports, push_config
 from chalicelib.service.backlog import Held, hold_backlog, release
 from chalicelib.service.context import Context
 from chalicelib.service.enqueue import matches_filter, queue_message, to_outgoing
@@ -179,6 +179,7 @@ class SeekService:
                 self.ctx.seek_jobs.save(seek_jobs.ended(job, FAILED, self.ctx.clock()))
                 raise
             push_config.sync(self.ctx, old, new)
+            exports.sync(self.ctx, old, new)
         # What was published while the new generation filled (the log item is written after fan-out) ...
         sent, last = job.restored, job.cursor
         more, last, _ = self.replay(new, restore, job.read_from_ms(), last, self.ctx.clock())

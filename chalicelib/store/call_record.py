@@ -117,6 +117,8 @@ _BY_SERVICE: dict[str, Callable[[str, Mapping[str, Any]], dict[str, Any]]] = {
     "lambda": lambda _, params: _copy(params, "FunctionName", "UUID", "EventSourceArn"),
     "dynamodb-streams": lambda _, params: _copy(params, "StreamArn", "TableName"),
     "cloudwatch": lambda _, params: _copy(params, "Namespace"),
+    "sts": lambda _, params: _copy(params, "RoleArn"),
+    "kinesis": lambda _, params: _copy(params, "StreamName", "StreamARN", "ConsumerARN"),
 }
 
 

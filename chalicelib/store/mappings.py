@@ -5,12 +5,16 @@ Every mapping reports partial batch failures (``FunctionResponseTypes=["ReportBa
 so that only the nacked messages of a batch return to the queue, and caps its concurrency
 (``ScalingConfig.MaximumConcurrency``) so one subscription cannot take every push Lambda.
 
+The same store maps an export subscription's queue onto the export function (:class:`Target`: another
+function, a batch of up to 10,000 records and a batching window, docs/export.md); push keeps its defaults.
+
 Never call this against the emulator: moto would drain the queue into a Lambda it cannot run.
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 from botocore.exceptions import ClientError
@@ -32,25 +36,37 @@ _BUSY = ("ResourceInUseException", "ResourceConflictException")
 _ON = ("Enabled", "Enabling", "Updating")
 _REPORT: Final = "ReportBatchItemFailures"
 
-Settings = tuple[bool, int, tuple[str, ...], int]  # enabled, batch size, response types, maximum concurrency
+# enabled, batch size, response types, maximum concurrency, batching window
+Settings = tuple[bool, int, tuple[str, ...], int, int]
+
+
+@dataclass(frozen=True)
+class Target:
+    """The function a queue feeds and the mapping's settings."""
+
+    function: str
+    batch: int  # BatchSize: 1-10 without a window, up to 10,000 with one
+    concurrency: int  # ScalingConfig.MaximumConcurrency, 2-1000
+    window: int = 0  # MaximumBatchingWindowInSeconds, 0-300
 
 
 def _settings(mapping: EventSourceMappingConfigurationTypeDef) -> Settings:
     return (mapping.get("State") in _ON, mapping.get("BatchSize", 0), tuple(mapping.get("FunctionResponseTypes", [])),
-            mapping.get("ScalingConfig", {}).get("MaximumConcurrency", 0))
+            mapping.get("ScalingConfig", {}).get("MaximumConcurrency", 0),
+            mapping.get("MaximumBatchingWindowInSeconds", 0))
 
 
 class MappingStore:
     def __init__(self, config: Config) -> None:
         self._lambda = aws.lambda_(config)
-        self._function = config.push_function
-        self._batch = max(1, min(config.push_batch_size, 10))
-        self._concurrency = max(2, min(config.push_max_concurrency, 1000))
+        self.push = Target(config.push_function, max(1, min(config.push_batch_size, 10)),
+                           max(2, min(config.push_max_concurrency, 1000)))
 
-    def find(self, queue_arn: str) -> list[EventSourceMappingConfigurationTypeDef]:
-        """The mappings from ``queue_arn`` to the push function (normally zero or one)."""
+    def find(self, queue_arn: str, function: str = "") -> list[EventSourceMappingConfigurationTypeDef]:
+        """The mappings from ``queue_arn`` to ``function`` (the push function by default; normally zero or one)."""
         found: list[EventSourceMappingConfigurationTypeDef] = []
-        args: ListEventSourceMappingsRequestTypeDef = {"EventSourceArn": queue_arn, "FunctionName": self._function}
+        args: ListEventSourceMappingsRequestTypeDef = {"EventSourceArn": queue_arn,
+                                                       "FunctionName": function or self.push.function}
         with aws_errors("ListEventSourceMappings"):
             while True:
                 resp = self._lambda.list_event_source_mappings(**args)
@@ -59,41 +75,44 @@ class MappingStore:
                     return found
                 args["Marker"] = resp["NextMarker"]
 
-    def ensure(self, queue_arn: str) -> str:
-        """Create (or re-enable) the mapping for ``queue_arn``; returns its UUID."""
-        for mapping in self.find(queue_arn):
+    def ensure(self, queue_arn: str, target: Target | None = None) -> str:
+        """Create (or re-enable, or bring in line with ``target``) the mapping for ``queue_arn``; returns its
+        UUID. ``target`` defaults to the push function's."""
+        t = target or self.push
+        for mapping in self.find(queue_arn, t.function):
             if mapping.get("State") in ("Deleting",):
                 continue
             uuid = mapping["UUID"]
-            if _settings(mapping) != (True, self._batch, (_REPORT,), self._concurrency):
-                self._update(uuid)
+            if _settings(mapping) != (True, t.batch, (_REPORT,), t.concurrency, t.window):
+                self._update(uuid, t)
             return uuid
         with aws_errors("CreateEventSourceMapping"):
             resp = self._lambda.create_event_source_mapping(
                 EventSourceArn=queue_arn,
-                FunctionName=self._function,
+                FunctionName=t.function,
                 Enabled=True,
-                BatchSize=self._batch,
-                MaximumBatchingWindowInSeconds=0,
+                BatchSize=t.batch,
+                MaximumBatchingWindowInSeconds=t.window,
                 FunctionResponseTypes=[_REPORT],
-                ScalingConfig={"MaximumConcurrency": self._concurrency},
+                ScalingConfig={"MaximumConcurrency": t.concurrency},
             )
         log.info("created event source mapping %s for %s", resp["UUID"], queue_arn)
         return resp["UUID"]
 
-    def _update(self, uuid: str) -> None:
+    def _update(self, uuid: str, t: Target) -> None:
         try:
             with aws_errors("UpdateEventSourceMapping", allow=_BUSY):
                 self._lambda.update_event_source_mapping(
-                    UUID=uuid, Enabled=True, BatchSize=self._batch, FunctionResponseTypes=[_REPORT],
-                    ScalingConfig={"MaximumConcurrency": self._concurrency})
+                    UUID=uuid, Enabled=True, BatchSize=t.batch, MaximumBatchingWindowInSeconds=t.window,
+                    FunctionResponseTypes=[_REPORT], ScalingConfig={"MaximumConcurrency": t.concurrency})
         except ClientError as exc:  # still being created or updated: it is on its way
             log.info("event source mapping %s is busy: %s", uuid, code_of(exc))
 
-    def remove(self, queue_arn: str) -> int:
-        """Delete every mapping from ``queue_arn`` to the push function; returns how many."""
+    def remove(self, queue_arn: str, function: str = "") -> int:
+        """Delete every mapping from ``queue_arn`` to ``function`` (the push function by default); returns how
+        many."""
         removed = 0
-        for mapping in self.find(queue_arn):
+        for mapping in self.find(queue_arn, function):
             try:
                 with aws_errors("DeleteEventSourceMapping", allow=_GONE + _BUSY):
                     self._lambda.delete_event_source_mapping(UUID=mapping["UUID"])

@@ -101,16 +101,18 @@ class PushStore:
                                       ConsistentRead=True).get("Item")
         return item["sub"]["S"] if item else None
 
-    def index_list(self) -> list[str]:
-        """Every push subscription's name (one Query, paged)."""
+    def index_list(self, push_only: bool = True) -> list[str]:
+        """Every push subscription's name (one Query, paged); with ``push_only`` False, every indexed one (export
+        subscriptions are indexed as not pushing, service/exports.py)."""
         args: QueryInputTypeDef = {
             "TableName": self._table,
             "KeyConditionExpression": "pk = :pk",
-            "FilterExpression": "#push = :yes",
-            "ExpressionAttributeNames": {"#push": "push"},
-            "ExpressionAttributeValues": {":pk": {"S": INDEX_PK}, ":yes": {"BOOL": True}},
+            "ExpressionAttributeValues": {":pk": {"S": INDEX_PK}},
             "ConsistentRead": True,
         }
+        if push_only:
+            args.update({"FilterExpression": "#push = :yes", "ExpressionAttributeNames": {"#push": "push"},
+                         "ExpressionAttributeValues": {":pk": {"S": INDEX_PK}, ":yes": {"BOOL": True}}})
         names: list[str] = []
         with aws_errors("Query (push index)"):
             while True:

@@ -27,8 +27,7 @@ SETTINGS = template.Settings("dev", "metro-dev-123456789012-us-east-1", "deploy/
                              parallelization_factor=6, reserved_concurrency={"maintenance": 1, "push": 50},
                              layer_key="deploy/dev/app-4567-pyarrow-layer.zip")
 # Chalice's logical ids of the functions' roles in the packaged template
-ROLE_IDS = {"api_handler": "ApiHandlerRole", "fanout": "FanoutRole", "push": "PushRole",
-            "maintenance": "MaintenanceRole", "seek_worker": "SeekWorkerRole"}
+ROLE_IDS = {f: "".join(w.title() for w in f.split("_")) + "Role" for f in FUNCTIONS}  # api_handler: ApiHandlerRole
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ import pytest
 
 from infra import api_monitoring, http_api, observability, template
 from infra.ams_stage import AMS_API_ID, API_ID
-from infra.names import StageNames
+from infra.names import FUNCTIONS, StageNames
 from tests.package.packaged import packaged_template
 from tests.package.test_app_template import SETTINGS, cfn_lint
 
@@ -108,7 +108,7 @@ def test_the_api_alarms_watch_each_front_doors_metrics(merged_rest: dict[str, An
 def test_every_alarm_tells_the_stacks_topic_and_its_email(merged: dict[str, Any]) -> None:
     resources = merged["Resources"]
     alarms = _of_type(merged, "AWS::CloudWatch::Alarm")
-    assert len(alarms) == 27
+    assert len(alarms) == 17 + 2 * len(FUNCTIONS)  # errors and throttles of each function, and 17 others
     for alarm in alarms.values():
         props = alarm["Properties"]
         assert props["AlarmActions"] == [{"Ref": observability.TOPIC_ID}] == props["OKActions"]
@@ -117,8 +117,7 @@ def test_every_alarm_tells_the_stacks_topic_and_its_email(merged: dict[str, Any]
     email = resources[observability.EMAIL_ID]["Properties"]
     assert email == {"TopicArn": {"Ref": observability.TOPIC_ID}, "Protocol": "email", "Endpoint": "ops@example.com"}
     names = {a["Properties"]["AlarmName"] for a in alarms.values()}
-    for function in ("metro-dev", "metro-dev-fanout", "metro-dev-push", "metro-dev-maintenance",
-                     "metro-dev-seek_worker"):
+    for function in ["metro-dev"] + [f"metro-dev-{f}" for f in FUNCTIONS if f != "api_handler"]:
         assert {f"{function}-errors", f"{function}-throttles"} <= names
     assert {"metro-dev-fanout-iterator-age", "metro-dev-5xx", "metro-dev-latency-p99", "metro-dev-ams-5xx",
             "metro-dev-ams-latency-p99", "metro-dev-resources-read-throttled", "metro-dev-messages-write-throttled",

@@ -90,4 +90,4 @@ def test_the_scheduled_maintenance_function_runs(deployed: Deployed, sub: str) -
     """Invoked with the event its schedule sends at the top of an hour: the dead-letter sweep, stalled seeks and the
     idle expiry run, and none of the fresh subscriptions expires."""
     result = invoke_maintenance(deployed)
-    assert result == {"expired": [], "deadLettered": 0, "fannedOut": 0, "seeks_resumed": 0}
+    assert result == {"expired": [], "deadLettered": 0, "fannedOut": 0, "seeks_resumed": 0, "imported_objects": 0}

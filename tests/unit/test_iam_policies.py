@@ -37,13 +37,22 @@ def assert_scoped(stage: str, doc: dict[str, Any]) -> None:
             text = resource_text(resource)
             if text == "*":
                 assert set(actions) <= policies.RESOURCELESS_ACTIONS, st
-                if "lambda:CreateEventSourceMapping" in actions:
-                    target = st["Condition"]["StringEquals"]["lambda:FunctionArn"]["Fn::Sub"]
-                    assert target.endswith(f":function:{names.function('push')}")
+                if "lambda:CreateEventSourceMapping" in actions:  # only onto the stage's own functions
+                    targets = as_list(st["Condition"]["StringEquals"]["lambda:FunctionArn"])
+                    assert all(resource_text(t).endswith((f":function:{names.function('push')}",
+                                                          f":function:{names.function('export')}",
+                                                          f":function:{names.function('ingest')}"))
+                               for t in targets), st
                 continue
             if ":event-source-mapping:" in text:
                 assert st["Condition"]["StringEquals"]["lambda:FunctionArn"], st
                 continue
+            if text.startswith(f"arn:${{AWS::Partition}}:s3:::{names.prefix}-export-") or \
+                    text.startswith(f"arn:${{AWS::Partition}}:iam::${{AWS::AccountId}}:role/{names.prefix}-export-"):
+                continue  # export subscriptions' buckets and roles, by the stage's pattern (docs/export.md)
+            if text.startswith(f"arn:${{AWS::Partition}}:s3:::{names.prefix}-import-") or \
+                    text.startswith(f"arn:${{AWS::Partition}}:iam::${{AWS::AccountId}}:role/{names.prefix}-import-"):
+                continue  # import topics' buckets and roles, by the stage's pattern (docs/import.md)
             assert re.search(rf"[/:]{names.prefix}(-|:|/|$)", text), text  # a name (or path) of this stage
             assert "${AWS::AccountId}" in text or text.startswith("arn:${AWS::Partition}:s3:::"), text
             assert "${AWS::Region}" in text, text  # the bucket's name carries the region too
@@ -85,6 +94,13 @@ def test_functions_do_not_share_grants() -> None:
     # fan-out invokes only itself (a wide topic's slices)
     assert {a for a in actions("fanout") if a.startswith("lambda:") or a in policies.QUEUE_ADMIN} == {
         "lambda:InvokeFunction"}
-    assert not {a for a in actions("push") if a.startswith("lambda:")}
+    # push invokes only the transform function, whose role writes its logs and nothing else
+    push_lambda = [st for st in policies.policy("dev", "push")["Statement"]
+                   if any(a.startswith("lambda:") for a in as_list(st["Action"]))]
+    assert [(st["Action"], json.dumps(st["Resource"])) for st in push_lambda] == [
+        (["lambda:InvokeFunction"], json.dumps([{"Fn::Sub": "arn:${AWS::Partition}:lambda:${AWS::Region}:"
+                                                             "${AWS::AccountId}:function:metro-dev-transform"}]))]
+    assert actions("transform") == {"logs:CreateLogStream", "logs:PutLogEvents", "xray:PutTelemetryRecords",
+                                    "xray:PutTraceSegments"}
     assert "dynamodb:GetRecords" in actions("fanout") and "dynamodb:GetRecords" not in actions("push")
 

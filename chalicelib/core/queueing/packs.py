@@ -54,11 +54,11 @@ def keeps_whole(rec: SubscriptionRecord) -> bool:
 
 
 def packable(rec: SubscriptionRecord) -> bool:
-    """Whether messages for ``rec`` travel in packs: pull subscriptions without a dead-letter policy (push and
-    dead-lettering subscriptions keep one message per queue message, docs/decisions/sqs-packs.md). An ordered
+    """Whether messages for ``rec`` travel in packs: pull subscriptions without a dead-letter policy (push, export
+    and dead-lettering subscriptions keep one message per queue message, docs/decisions/sqs-packs.md). An ordered
     subscription's packs hold one ordering key's messages each."""
     spec = rec.spec
-    return not (spec.dead_letter_policy or spec.is_push)
+    return not (spec.dead_letter_policy or spec.is_push or spec.cloud_storage_config)
 
 
 def groups(sizes: Sequence[int], max_members: int, max_bytes: int = PACK_BYTES) -> list[list[int]]:

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError, field_validator
-from pydantic.alias_generators import to_camel
+from pydantic import Field, StrictBool, StrictInt, ValidationError, field_validator
 
 from chalicelib.core import limits
 from chalicelib.core.access.references import (
@@ -26,13 +25,12 @@ from chalicelib.core.access.references import (
 )
 from chalicelib.core.errors import InvalidArgument
 from chalicelib.core.timefmt import format_duration, parse_duration
+from chalicelib.core.wire.base import Wire
+from chalicelib.core.wire.export import CloudStorageConfig
+from chalicelib.core.wire.ingestion import IngestionDataSourceSettings
+from chalicelib.core.wire.transforms import MessageTransform
 
-
-class Wire(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
-
-    def to_wire(self) -> dict[str, Any]:
-        return self.model_dump(by_alias=True, exclude_none=True, exclude_defaults=True, mode="json")
+__all__ = ["Wire"]  # re-exported: the base of every model (core/wire/base.py)
 
 
 W = TypeVar("W", bound=Wire)
@@ -84,6 +82,8 @@ class Topic(Wire):
     satisfies_pzs: StrictBool = False
     message_retention_duration: str | None = None
     state: str | int | None = None
+    ingestion_data_source_settings: IngestionDataSourceSettings | None = None
+    message_transforms: list[MessageTransform] = Field(default_factory=list)
 
     _check_labels = field_validator("labels")(_labels)
 
@@ -159,7 +159,7 @@ class Subscription(Wire):
     topic: Annotated[str, ATTACH_TO_TOPIC] = ""
     push_config: PushConfig | None = None
     bigquery_config: dict[str, Any] | None = None
-    cloud_storage_config: dict[str, Any] | None = None
+    cloud_storage_config: CloudStorageConfig | None = None
     ack_deadline_seconds: int = 0
     retain_acked_messages: StrictBool = False
     message_retention_duration: str | None = None
@@ -173,6 +173,7 @@ class Subscription(Wire):
     enable_exactly_once_delivery: StrictBool = False
     topic_message_retention_duration: str | None = None
     state: str | int | None = None
+    message_transforms: list[MessageTransform] = Field(default_factory=list)
     ams_push: AmsPush | None = None
     ams_offset_ms: int = 0  # where AMS's :modifyOffset last moved the subscription (core/replay/offsets.py)
 
@@ -190,11 +191,12 @@ class Subscription(Wire):
     def _retention(cls, v: str | None) -> str | None:
         return _duration(v, "message_retention_duration", limits.RETENTION_MIN, limits.RETENTION_MAX)
 
-    @field_validator("bigquery_config", "cloud_storage_config")
+    @field_validator("bigquery_config")
     @classmethod
     def _unsupported(cls, v: dict[str, Any] | None) -> dict[str, Any] | None:
         if v:
-            raise ValueError("BigQuery and Cloud Storage subscriptions are not supported by Metro")
+            raise ValueError("BigQuery subscriptions are not supported by Metro: export to S3 with cloudStorageConfig "
+                             "(Avro or text files a Glue table or Athena can read), docs/decisions/bigquery-export.md")
         return None
 
     # Derived values with Google's defaults filled in.
@@ -216,7 +218,11 @@ class Subscription(Wire):
         """The subscription as Google reports it: output-only fields and defaults filled in."""
         retention = self.message_retention_duration
         expiration = self.expiration_policy
+        export = self.cloud_storage_config
+        if export is not None and not export.state:  # an export subscription is ACTIVE until its writer finds out
+            export = export.model_copy(update={"state": "ACTIVE"})
         return self.model_copy(update={
+            "cloud_storage_config": export,
             "push_config": PushConfig() if self.push_config is None else self.push_config,
             "ack_deadline_seconds": self.ack_deadline,
             "message_retention_duration": f"{limits.RETENTION_DEFAULT}s" if retention is None else retention,
