@@ -15,13 +15,13 @@ from __future__ import annotations
 import argparse
 import base64
 import json
-import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from bench import pricing
+from bench.environment import environment
 from bench.meter import meter
 from chalicelib.core.export_files import LAMBDA_MAX_BATCH, LAMBDA_MAX_PAYLOAD
 from chalicelib.store.aws import Key, Tally
@@ -123,28 +123,18 @@ def measure(messages: int = 6_000, message_bytes: int = 1024) -> Measured:
 
     env = {"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench", "AWS_DEFAULT_REGION": "us-east-1",
            "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled", "METRO_COUNTER_FLUSH_SECONDS": "-1"}
-    saved = {k: os.environ.get(k) for k in [*env, "AWS_ENDPOINT_URL"]}
-    os.environ.update(env)
-    os.environ.pop("AWS_ENDPOINT_URL", None)
-    try:
-        with mock_aws():
-            config = Config()
-            bootstrap(config)
-            services = Services.build(Context.from_config(config))
-            rec = _subscription(services, messages, message_bytes)
-            counter = aws.RequestCounter(meter)
-            aws.count_requests(counter)
-            try:
-                invocations, batches, files, done = _drain(services, rec, mapping_batch(message_bytes))
-            finally:
-                aws.count_requests(None)
-            return Measured(done, batches, files, counter.snapshot(), invocations)
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+    with environment(env, removed=("AWS_ENDPOINT_URL",)), mock_aws():
+        config = Config()
+        bootstrap(config)
+        services = Services.build(Context.from_config(config))
+        rec = _subscription(services, messages, message_bytes)
+        counter = aws.RequestCounter(meter)
+        aws.count_requests(counter)
+        try:
+            invocations, batches, files, done = _drain(services, rec, mapping_batch(message_bytes))
+        finally:
+            aws.count_requests(None)
+        return Measured(done, batches, files, counter.snapshot(), invocations)
 
 
 def main(argv: list[str] | None = None) -> int:

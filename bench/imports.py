@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from bench import pricing
+from bench.environment import environment
 from bench.meter import meter
 from chalicelib.store.aws import Key, Tally
 
@@ -81,49 +81,39 @@ def measure(batches: int = 20, batch: int = 100, record_bytes: int = 1024, subsc
 
     env = {"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench", "AWS_DEFAULT_REGION": "us-east-1",
            "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled", "METRO_COUNTER_FLUSH_SECONDS": "-1"}
-    saved = {k: os.environ.get(k) for k in [*env, "AWS_ENDPOINT_URL"]}
-    os.environ.update(env)
-    os.environ.pop("AWS_ENDPOINT_URL", None)
-    try:
-        with mock_aws():
-            config = Config()
-            bootstrap(config)
-            services = Services.build(Context.from_config(config))
-            kinesis = aws.client("kinesis", config)
-            kinesis.create_stream(StreamName="bench", ShardCount=1)
-            arn = kinesis.describe_stream_summary(StreamName="bench")["StreamDescriptionSummary"]["StreamARN"]
-            topic = names.make("bench", "topics", "imported")
-            services.admin.create_topic(topic, Topic(ingestion_data_source_settings=IngestionDataSourceSettings(
-                aws_kinesis=AwsKinesis(stream_arn=arn))))
-            for i in range(subscriptions):
-                services.admin.create_subscription(names.make("bench", "subscriptions", f"sub-{i}"),
-                                                   Subscription(topic=topic.path))
-            handler = IngestHandler(services.ctx)
-            body = b"x" * record_bytes
-            events = []
-            for b in range(batches):
-                raw = [{"PartitionKey": f"k{b}-{i}", "SequenceNumber": f"{b * batch + i + 1:020d}", "Data": body}
-                       for i in range(batch)]
-                events.append(ingestion.kinesis_event(arn, "shardId-000000000000", raw, config.region))
-            handler.handle(events[0])  # warm: the topic and the registry cached as in a warm Lambda
-            counter = aws.RequestCounter(meter)
-            aws.count_requests(counter)
-            invocations = pricing.Invocations()
-            try:
-                for event in events[1:]:
-                    started = time.perf_counter()
-                    with aws.part("ingest"):
-                        handler.handle(event)
-                    invocations.add(time.perf_counter() - started)
-            finally:
-                aws.count_requests(None)
-            return Measured((batches - 1) * batch, batches - 1, counter.snapshot(), invocations)
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+    with environment(env, removed=("AWS_ENDPOINT_URL",)), mock_aws():
+        config = Config()
+        bootstrap(config)
+        services = Services.build(Context.from_config(config))
+        kinesis = aws.client("kinesis", config)
+        kinesis.create_stream(StreamName="bench", ShardCount=1)
+        arn = kinesis.describe_stream_summary(StreamName="bench")["StreamDescriptionSummary"]["StreamARN"]
+        topic = names.make("bench", "topics", "imported")
+        services.admin.create_topic(topic, Topic(ingestion_data_source_settings=IngestionDataSourceSettings(
+            aws_kinesis=AwsKinesis(stream_arn=arn))))
+        for i in range(subscriptions):
+            services.admin.create_subscription(names.make("bench", "subscriptions", f"sub-{i}"),
+                                               Subscription(topic=topic.path))
+        handler = IngestHandler(services.ctx)
+        body = b"x" * record_bytes
+        events = []
+        for b in range(batches):
+            raw = [{"PartitionKey": f"k{b}-{i}", "SequenceNumber": f"{b * batch + i + 1:020d}", "Data": body}
+                   for i in range(batch)]
+            events.append(ingestion.kinesis_event(arn, "shardId-000000000000", raw, config.region))
+        handler.handle(events[0])  # warm: the topic and the registry cached as in a warm Lambda
+        counter = aws.RequestCounter(meter)
+        aws.count_requests(counter)
+        invocations = pricing.Invocations()
+        try:
+            for event in events[1:]:
+                started = time.perf_counter()
+                with aws.part("ingest"):
+                    handler.handle(event)
+                invocations.add(time.perf_counter() - started)
+        finally:
+            aws.count_requests(None)
+        return Measured((batches - 1) * batch, batches - 1, counter.snapshot(), invocations)
 
 
 def main(argv: list[str] | None = None) -> int:

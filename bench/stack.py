@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from bench.environment import environment
 from bench.meter import meter
 from bench.metro import PROJECT
 from bench.pricing import Invocations
@@ -287,18 +288,12 @@ class BenchStack:
         previous ones after. Call it between scenarios only, while no request is in flight."""
         from chalicelib import runtime
 
-        saved = {name: os.environ.get(name) for name in values}
-        os.environ.update(values)
-        runtime.reset()
-        try:
-            yield
-        finally:
-            for name, value in saved.items():
-                if value is None:
-                    os.environ.pop(name, None)
-                else:
-                    os.environ[name] = value
+        with environment(values):
             runtime.reset()
+            try:
+                yield
+            finally:
+                runtime.reset()
 
     def webhook(self) -> Any:
         """The local push endpoint (bench/push.py), started on first use."""

@@ -133,26 +133,13 @@ def _failure_resources(names: StageNames) -> dict[str, Any]:
     }
 
 
-def _layer(names: StageNames, settings: Settings) -> dict[str, Any]:
+def _layer(name: str, description: str, bucket: str, key: str) -> dict[str, Any]:
     return {
         "Type": "AWS::Lambda::LayerVersion",
         "Properties": {
-            "LayerName": f"{names.prefix}-pyarrow",
-            "Description": "pyarrow for reading the Parquet archive (infra/layer.py)",
-            "Content": {"S3Bucket": settings.code_bucket, "S3Key": settings.layer_key},
-            "CompatibleRuntimes": [lambda_runtime.RUNTIME],
-            "CompatibleArchitectures": ["x86_64"],
-        },
-    }
-
-
-def _v8_layer(names: StageNames, settings: Settings) -> dict[str, Any]:
-    return {
-        "Type": "AWS::Lambda::LayerVersion",
-        "Properties": {
-            "LayerName": f"{names.prefix}-javascript",
-            "Description": "V8 (mini-racer) for the message transforms' JavaScript (infra/v8_layer.py)",
-            "Content": {"S3Bucket": settings.code_bucket, "S3Key": settings.v8_layer_key},
+            "LayerName": name,
+            "Description": description,
+            "Content": {"S3Bucket": bucket, "S3Key": key},
             "CompatibleRuntimes": [lambda_runtime.RUNTIME],
             "CompatibleArchitectures": ["x86_64"],
         },
@@ -200,12 +187,14 @@ def merge(packaged: Template, settings: Settings) -> Template:
     push_env = resources[FUNCTION_IDS["push"]]["Properties"]["Environment"]["Variables"]
     push_env.setdefault("METRO_PUBLIC_URL", _public_url(out))  # a stage's own setting (a custom domain) wins
     if settings.layer_key:
-        resources[LAYER_ID] = _layer(names, settings)
+        resources[LAYER_ID] = _layer(f"{names.prefix}-pyarrow", "pyarrow for reading the Parquet archive "
+                                     "(infra/layer.py)", settings.code_bucket, settings.layer_key)
         for function, logical_id in FUNCTION_IDS.items():
             if function not in WITHOUT_PYARROW:
                 resources[logical_id]["Properties"]["Layers"] = [{"Ref": LAYER_ID}]
     if settings.v8_layer_key:
-        resources[V8_LAYER_ID] = _v8_layer(names, settings)
+        resources[V8_LAYER_ID] = _layer(f"{names.prefix}-javascript", "V8 (mini-racer) for the message transforms' "
+                                        "JavaScript (infra/v8_layer.py)", settings.code_bucket, settings.v8_layer_key)
         resources[FUNCTION_IDS["transform"]]["Properties"]["Layers"] = [{"Ref": V8_LAYER_ID}]
     fanout = resources[FUNCTION_IDS["fanout"]]["Properties"]
     event = fanout.get("Events", {}).pop(FANOUT_EVENT, {})

@@ -22,6 +22,7 @@ from chalicelib.config import Config
 from chalicelib.core import export_files, names
 from chalicelib.core.records import SubscriptionRecord
 from chalicelib.local.push_pump import lambda_record
+from chalicelib.local.refreshing import RefreshingPump
 from chalicelib.service.context import Clock, Context
 from chalicelib.service.exports import is_export
 from chalicelib.store import aws
@@ -96,7 +97,9 @@ class ExportPoller:
                 or self.pump.clock() - p.started >= s.max_seconds)
 
 
-class ExportPump:
+class ExportPump(RefreshingPump):
+    name = "metro-export-pump"
+
     def __init__(self, config: Config, handler: Handler, refresh: float = 1.0, clock: Clock = time.time) -> None:
         self.config = config
         self.handler = handler
@@ -133,21 +136,3 @@ class ExportPump:
                 self.pollers[name] = poller
                 if start:
                     poller.thread.start()
-
-    def run(self) -> None:
-        while not self.stopped.is_set():
-            try:
-                self.refresh_once()
-            except Exception:
-                log.exception("export pump refresh failed; retrying")
-            self.stopped.wait(self.refresh)
-        for poller in self.pollers.values():
-            poller.stop.set()
-
-    def start(self) -> threading.Thread:
-        thread = threading.Thread(target=self.run, name="metro-export-pump", daemon=True)
-        thread.start()
-        return thread
-
-    def stop(self) -> None:
-        self.stopped.set()

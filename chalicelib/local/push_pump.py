@@ -27,6 +27,7 @@ from chalicelib.config import Config
 from chalicelib.core import names
 from chalicelib.core.queueing.backoff import PushThrottle
 from chalicelib.core.records import SubscriptionRecord
+from chalicelib.local.refreshing import RefreshingPump
 from chalicelib.service.context import Clock, Context
 from chalicelib.service.push_config import token_signer
 from chalicelib.store import aws
@@ -155,7 +156,9 @@ class Poller:
         return len(messages)
 
 
-class PushPump:
+class PushPump(RefreshingPump):
+    name = "metro-push-pump"
+
     def __init__(self, config: Config, handler: Handler, refresh: float = 1.0, clock: Clock = time.time,
                  part: str = "") -> None:
         self.config = config
@@ -197,21 +200,3 @@ class PushPump:
                 poller = Poller(self, rec)
                 self.pollers[name] = poller
                 poller.thread.start()
-
-    def run(self) -> None:
-        while not self.stopped.is_set():
-            try:
-                self.refresh_once()
-            except Exception:
-                log.exception("push pump refresh failed; retrying")
-            self.stopped.wait(self.refresh)
-        for poller in self.pollers.values():
-            poller.stop.set()
-
-    def start(self) -> threading.Thread:
-        thread = threading.Thread(target=self.run, name="metro-push-pump", daemon=True)
-        thread.start()
-        return thread
-
-    def stop(self) -> None:
-        self.stopped.set()

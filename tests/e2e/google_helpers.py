@@ -7,6 +7,7 @@ the gRPC status string is checked in the error body.
 
 from __future__ import annotations
 
+import os
 import time
 
 from google.api_core import exceptions as gexc
@@ -16,6 +17,20 @@ from google.pubsub_v1 import PubsubMessage, ReceivedMessage
 
 PROJECT = "e2e-project"
 DELETED_TOPIC = "_deleted-topic_"
+
+
+def grpc_clients(host: str) -> tuple[pubsub_v1.PublisherClient, pubsub_v1.SubscriberClient]:
+    """google-cloud-pubsub's clients on an insecure gRPC channel to ``host`` (PUBSUB_EMULATOR_HOST while they are
+    made; the e2e tests otherwise run without it, so that REST clients keep their client_options)."""
+    saved = os.environ.get("PUBSUB_EMULATOR_HOST")
+    os.environ["PUBSUB_EMULATOR_HOST"] = host
+    try:
+        return pubsub_v1.PublisherClient(), pubsub_v1.SubscriberClient()
+    finally:
+        if saved is None:
+            os.environ.pop("PUBSUB_EMULATOR_HOST", None)
+        else:
+            os.environ["PUBSUB_EMULATOR_HOST"] = saved
 
 
 def topic_path(rid: str, project: str = PROJECT) -> str:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import base64
 import io
-import os
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -20,6 +19,7 @@ from google.auth.credentials import AnonymousCredentials
 from google.cloud import pubsub_v1
 from google.pubsub_v1 import types
 
+from tests.e2e import google_helpers
 from tests.stack import RunningStack
 
 pytestmark = pytest.mark.e2e
@@ -44,15 +44,7 @@ def bucket(s3: Any, unique: str) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def grpc_clients(stack: RunningStack) -> tuple[Any, Any]:
-    saved = os.environ.get("PUBSUB_EMULATOR_HOST")
-    os.environ["PUBSUB_EMULATOR_HOST"] = stack.host
-    try:
-        return pubsub_v1.PublisherClient(), pubsub_v1.SubscriberClient()
-    finally:
-        if saved is None:
-            os.environ.pop("PUBSUB_EMULATOR_HOST", None)
-        else:
-            os.environ["PUBSUB_EMULATOR_HOST"] = saved
+    return google_helpers.grpc_clients(stack.host)
 
 
 def files(s3: Any, bucket: str, want: int, timeout: float = 30) -> dict[str, bytes]:

@@ -4,7 +4,6 @@ pulls every record once (the stack's ingest pump plays the event source mapping)
 
 from __future__ import annotations
 
-import os
 import time
 from collections import Counter
 from typing import Any
@@ -15,6 +14,7 @@ from google.auth.credentials import AnonymousCredentials
 from google.cloud import pubsub_v1
 from google.pubsub_v1 import types
 
+from tests.e2e import google_helpers
 from tests.stack import RunningStack
 
 pytestmark = pytest.mark.e2e
@@ -26,15 +26,7 @@ def _clients(stack: RunningStack, transport: str) -> tuple[Any, Any]:
         opts = {"api_endpoint": stack.url}
         return (pubsub_v1.PublisherClient(transport="rest", client_options=opts, credentials=AnonymousCredentials()),
                 pubsub_v1.SubscriberClient(transport="rest", client_options=opts, credentials=AnonymousCredentials()))
-    saved = os.environ.get("PUBSUB_EMULATOR_HOST")
-    os.environ["PUBSUB_EMULATOR_HOST"] = stack.host  # an insecure gRPC channel to the stack's port
-    try:
-        return pubsub_v1.PublisherClient(), pubsub_v1.SubscriberClient()
-    finally:
-        if saved is None:
-            os.environ.pop("PUBSUB_EMULATOR_HOST", None)
-        else:
-            os.environ["PUBSUB_EMULATOR_HOST"] = saved
+    return google_helpers.grpc_clients(stack.host)  # an insecure gRPC channel to the stack's port
 
 
 def _kinesis(stack: RunningStack) -> Any:

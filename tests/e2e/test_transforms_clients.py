@@ -6,7 +6,6 @@ carries the same fields."""
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import pytest
@@ -15,6 +14,7 @@ from google.auth.credentials import AnonymousCredentials
 from google.cloud import pubsub_v1
 from google.pubsub_v1 import types
 
+from tests.e2e import google_helpers
 from tests.stack import RunningStack
 
 pytestmark = pytest.mark.e2e
@@ -37,15 +37,7 @@ def udf(pair: tuple[str, str]) -> types.MessageTransform:
 
 @pytest.fixture(scope="module")
 def grpc_clients(stack: RunningStack) -> tuple[Any, Any]:
-    saved = os.environ.get("PUBSUB_EMULATOR_HOST")
-    os.environ["PUBSUB_EMULATOR_HOST"] = stack.host
-    try:
-        return pubsub_v1.PublisherClient(), pubsub_v1.SubscriberClient()
-    finally:
-        if saved is None:
-            os.environ.pop("PUBSUB_EMULATOR_HOST", None)
-        else:
-            os.environ["PUBSUB_EMULATOR_HOST"] = saved
+    return google_helpers.grpc_clients(stack.host)
 
 
 def clients(transport: str, client_options: dict[str, str], grpc_clients: tuple[Any, Any]) -> tuple[Any, Any]:
