@@ -40,10 +40,7 @@ class Measured:
     invocations: pricing.Invocations
 
     def calls_per_message(self) -> dict[str, float]:
-        out: dict[str, float] = {}
-        for (_, service, op), t in self.counts.items():
-            out[f"{service}:{op}"] = out.get(f"{service}:{op}", 0.0) + t.calls / self.messages
-        return dict(sorted(out.items()))
+        return pricing.calls_per_item(self.counts, self.messages)
 
 
 def mapping_batch(message_bytes: int, max_messages: int = 0) -> int:
@@ -55,10 +52,7 @@ def mapping_batch(message_bytes: int, max_messages: int = 0) -> int:
 
 def price_per_million(counts: Mapping[Key, Tally], invocations: pricing.Invocations, messages: int) -> dict[str, Any]:
     """Price a measurement of ``messages`` exported messages, scaled to a million: by price key, and the total."""
-    report = pricing.cost(counts, {}, {"export": invocations})
-    scale = MILLION / messages if messages else 0.0
-    return {"total": report.total * scale, "by_price": {k: v * scale for k, v in sorted(report.by_price.items()) if v},
-            "quantities": {k: v * scale for k, v in report.requests.items() if v}}
+    return pricing.per_million(counts, "export", invocations, messages)
 
 
 def _subscription(services: Any, messages: int, message_bytes: int) -> Any:

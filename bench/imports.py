@@ -40,18 +40,12 @@ class Measured:
     invocations: pricing.Invocations
 
     def calls_per_record(self) -> dict[str, float]:
-        out: dict[str, float] = {}
-        for (_, service, op), t in self.counts.items():
-            out[f"{service}:{op}"] = out.get(f"{service}:{op}", 0.0) + t.calls / self.records
-        return dict(sorted(out.items()))
+        return pricing.calls_per_item(self.counts, self.records)
 
 
 def price_per_million(counts: Mapping[Key, Tally], invocations: pricing.Invocations, records: int) -> dict[str, Any]:
     """Price a measurement of ``records`` imported records, scaled to a million: by price key, and the total."""
-    report = pricing.cost(counts, {}, {"ingest": invocations})
-    scale = MILLION / records if records else 0.0
-    return {"total": report.total * scale, "by_price": {k: v * scale for k, v in sorted(report.by_price.items()) if v},
-            "quantities": {k: v * scale for k, v in report.requests.items() if v}}
+    return pricing.per_million(counts, "ingest", invocations, records)
 
 
 def kinesis_per_million(record_bytes: int, records_per_second: float = 1000.0) -> dict[str, float]:

@@ -223,6 +223,23 @@ def cost(counts: Mapping[Key, Tally], api: Mapping[str, Invocations],
     return CostReport(total, by_price, rows, quantities, total - by_price.get("lambda_gb_s", 0.0) + local_gb_s_usd)
 
 
+def calls_per_item(counts: Mapping[Key, Tally], items: int) -> dict[str, float]:
+    """AWS calls per message (or record) by ``service:operation``, over every part."""
+    out: dict[str, float] = {}
+    for (_, service, op), t in counts.items():
+        out[f"{service}:{op}"] = out.get(f"{service}:{op}", 0.0) + t.calls / items
+    return dict(sorted(out.items()))
+
+
+def per_million(counts: Mapping[Key, Tally], part: str, invocations: Invocations, items: int) -> dict[str, Any]:
+    """A measurement of ``items`` handled by ``part``'s invocations, priced and scaled to a million: the total, by
+    price key and the billed quantities."""
+    report = cost(counts, {}, {part: invocations})
+    scale = 1e6 / items if items else 0.0
+    return {"total": report.total * scale, "by_price": {k: v * scale for k, v in sorted(report.by_price.items()) if v},
+            "quantities": {k: v * scale for k, v in report.requests.items() if v}}
+
+
 # -- Google Pub/Sub --------------------------------------------------------------------------------
 
 

@@ -21,6 +21,7 @@ from botocore.exceptions import ClientError
 from chalicelib.config import Config
 from chalicelib.store import aws
 from chalicelib.store.errors import aws_errors, code_of
+from chalicelib.store.mappings import list_mappings
 
 if TYPE_CHECKING:
     from mypy_boto3_lambda.type_defs import EventSourceMappingConfigurationTypeDef
@@ -38,15 +39,7 @@ class IngestMappings:
         self._batch = max(1, min(config.ingest_batch_size, 10_000))
 
     def find(self, source_arn: str) -> list[EventSourceMappingConfigurationTypeDef]:
-        found: list[EventSourceMappingConfigurationTypeDef] = []
-        args: dict[str, Any] = {"EventSourceArn": source_arn, "FunctionName": self._function}
-        with aws_errors("ListEventSourceMappings"):
-            while True:
-                resp = self._lambda.list_event_source_mappings(**args)
-                found.extend(resp.get("EventSourceMappings", []))
-                if not resp.get("NextMarker"):
-                    return found
-                args["Marker"] = resp["NextMarker"]
+        return list_mappings(self._lambda, source_arn, self._function)
 
     def ensure_kinesis(self, source_arn: str) -> str:
         """The mapping from a stream (or consumer) ARN to the ingest function; created when missing."""

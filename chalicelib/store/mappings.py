@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from botocore.exceptions import ClientError
 
@@ -50,6 +50,19 @@ class Target:
     window: int = 0  # MaximumBatchingWindowInSeconds, 0-300
 
 
+def list_mappings(client: Any, source_arn: str, function: str) -> list[EventSourceMappingConfigurationTypeDef]:
+    """Every mapping from ``source_arn`` (a queue, stream or cluster) to ``function``, page by page."""
+    found: list[EventSourceMappingConfigurationTypeDef] = []
+    args: ListEventSourceMappingsRequestTypeDef = {"EventSourceArn": source_arn, "FunctionName": function}
+    with aws_errors("ListEventSourceMappings"):
+        while True:
+            resp = client.list_event_source_mappings(**args)
+            found.extend(resp.get("EventSourceMappings", []))
+            if not resp.get("NextMarker"):
+                return found
+            args["Marker"] = resp["NextMarker"]
+
+
 def _settings(mapping: EventSourceMappingConfigurationTypeDef) -> Settings:
     return (mapping.get("State") in _ON, mapping.get("BatchSize", 0), tuple(mapping.get("FunctionResponseTypes", [])),
             mapping.get("ScalingConfig", {}).get("MaximumConcurrency", 0),
@@ -64,16 +77,7 @@ class MappingStore:
 
     def find(self, queue_arn: str, function: str = "") -> list[EventSourceMappingConfigurationTypeDef]:
         """The mappings from ``queue_arn`` to ``function`` (the push function by default; normally zero or one)."""
-        found: list[EventSourceMappingConfigurationTypeDef] = []
-        args: ListEventSourceMappingsRequestTypeDef = {"EventSourceArn": queue_arn,
-                                                       "FunctionName": function or self.push.function}
-        with aws_errors("ListEventSourceMappings"):
-            while True:
-                resp = self._lambda.list_event_source_mappings(**args)
-                found.extend(resp.get("EventSourceMappings", []))
-                if not resp.get("NextMarker"):
-                    return found
-                args["Marker"] = resp["NextMarker"]
+        return list_mappings(self._lambda, queue_arn, function or self.push.function)
 
     def ensure(self, queue_arn: str, target: Target | None = None) -> str:
         """Create (or re-enable, or bring in line with ``target``) the mapping for ``queue_arn``; returns its

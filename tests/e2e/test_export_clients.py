@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import base64
 import io
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -20,6 +19,7 @@ from google.cloud import pubsub_v1
 from google.pubsub_v1 import types
 
 from tests.e2e import google_helpers
+from tests.e2e.polling import read_until
 from tests.stack import RunningStack
 
 pytestmark = pytest.mark.e2e
@@ -49,15 +49,11 @@ def grpc_clients(stack: RunningStack) -> tuple[Any, Any]:
 
 def files(s3: Any, bucket: str, want: int, timeout: float = 30) -> dict[str, bytes]:
     """The bucket's objects once their messages number ``want`` (bounded: the stack runs in another process)."""
-    deadline = time.monotonic() + timeout
-    got: dict[str, bytes] = {}
-    while time.monotonic() < deadline:
+    def read() -> dict[str, bytes]:
         keys = [o["Key"] for o in s3.list_objects_v2(Bucket=bucket).get("Contents", [])]
-        got = {k: s3.get_object(Bucket=bucket, Key=k)["Body"].read() for k in keys}
-        if sum(count(body) for body in got.values()) >= want:
-            return got
-        time.sleep(0.5)
-    return got
+        return {k: s3.get_object(Bucket=bucket, Key=k)["Body"].read() for k in keys}
+
+    return read_until(read, lambda got: sum(count(body) for body in got.values()) >= want, timeout)
 
 
 def count(body: bytes) -> int:
