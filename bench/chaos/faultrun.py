@@ -1,77 +1,23 @@
-"""The fault run: traffic through the three-process stack while a killer SIGKILLs and restarts the API or the
-pumps at random, with injected AWS faults in both; then a drain, and the ledger's verdicts.
-
-Recovery time after a kill: for the API, from the kill to the first successful request (a GET of the topic,
-probed every 50 ms); for the pumps, from the kill to the first push the endpoint receives from the new process.
-"""
+"""The fault run: traffic through the three-process stack while the nemesis (bench/chaos/nemesis.py) kills,
+pauses, partitions and skews the API, the pumps and the emulator, with injected AWS faults and torn-write
+crash points in the API and the pumps; then a drain, the ledger's verdicts and the history checker's."""
 
 from __future__ import annotations
 
 import json
-import random
 import re
-import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+from bench.chaos.nemesis import Nemesis
 from bench.chaos.procs import LocalStack
-from bench.chaos.traffic import TOPIC, Client, Failed, Traffic
+from bench.chaos.traffic import Traffic
 
 FAULT_LINE = re.compile(r"fault injection: (\d+) attempts, (\d+) faults (\{.*\})")
-
-
-@dataclass
-class Kill:
-    role: str
-    at_s: float  # seconds since the traffic started
-    recovery_s: float | None  # None: nothing observed the new process working in time
-
-
-@dataclass
-class Killer:
-    stack: LocalStack
-    traffic: Traffic
-    every: tuple[float, float] = (2.0, 6.0)
-    seed: int = 17
-    enabled: bool = True
-    kills: list[Kill] = field(default_factory=list)
-    stop: threading.Event = field(default_factory=threading.Event)
-
-    def run(self) -> None:
-        rng = random.Random(self.seed)
-        while self.enabled and not self.stop.wait(rng.uniform(*self.every)):
-            role = rng.choice(("api", "pump"))
-            at = self.traffic.now()
-            killed = self.stack.restart(role)
-            recovered = self._api_recovered(killed) if role == "api" else self._pump_recovered(killed)
-            self.kills.append(Kill(role, round(at, 2), None if recovered is None else round(recovered, 3)))
-
-    def _api_recovered(self, killed: float, timeout: float = 120.0) -> float | None:
-        client = Client(self.stack.url, self.traffic.project)
-        while time.monotonic() - killed < timeout:
-            try:
-                client.call("GET", f"topics/{TOPIC}", timeout=5)
-                return time.monotonic() - killed
-            except Failed:
-                time.sleep(0.05)
-        return None
-
-    def _pump_recovered(self, killed: float, timeout: float = 120.0) -> float | None:
-        proc = self.stack.procs["pump"]
-        while time.monotonic() - killed < timeout:
-            if self.traffic.last_push > proc.started_at and proc.ready():
-                return self.traffic.last_push - killed
-            time.sleep(0.05)
-        return None
-
-    def start(self) -> threading.Thread:
-        thread = threading.Thread(target=self.run, name="chaos-killer", daemon=True)
-        thread.start()
-        return thread
 
 
 def injected_faults(logs: list[Path]) -> dict[str, Any]:
@@ -86,17 +32,6 @@ def injected_faults(logs: list[Path]) -> dict[str, Any]:
                 kinds.update(json.loads(k))
     return {"attempts_seen": attempts, "faults": faults, "kinds": dict(kinds),
             "rate": round(faults / attempts, 4) if attempts else 0.0}
-
-
-def recovery_summary(kills: list[Kill]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for role in ("api", "pump"):
-        times = sorted(k.recovery_s for k in kills if k.role == role and k.recovery_s is not None)
-        out[role] = {"kills": sum(k.role == role for k in kills), "unobserved": sum(
-            k.role == role and k.recovery_s is None for k in kills)}
-        if times:
-            out[role].update(min_s=times[0], median_s=times[len(times) // 2], max_s=times[-1])
-    return out
 
 
 def drain(traffic: Traffic, timeout: float, tick: Callable[[], None],
@@ -115,35 +50,81 @@ def drain(traffic: Traffic, timeout: float, tick: Callable[[], None],
     return time.monotonic() - start
 
 
-def backlog(stack: LocalStack) -> int:
-    """Messages left in the emulator's SQS queues, waiting or in flight (the subscriptions' backlog)."""
+def _emulator(stack: LocalStack, service: Literal["sqs", "dynamodb"]) -> Any:
     import boto3
 
-    sqs = boto3.client("sqs", endpoint_url=f"http://127.0.0.1:{stack.emulator_port}", region_name="us-east-1",
-                       aws_access_key_id="testing", aws_secret_access_key="testing")
-    total = 0
+    return boto3.client(service, endpoint_url=f"http://127.0.0.1:{stack.emulator_port}", region_name="us-east-1",
+                        aws_access_key_id="testing", aws_secret_access_key="testing")
+
+
+def queue_depths(stack: LocalStack) -> dict[str, int]:
+    """Messages waiting or in flight in each of the emulator's SQS queues, by queue URL."""
+    sqs = _emulator(stack, "sqs")
+    out = {}
     for url in sqs.list_queues().get("QueueUrls", []):
         attrs = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=[
             "ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"])["Attributes"]
-        total += sum(int(v) for v in attrs.values())
-    return total
+        out[url] = sum(int(v) for v in attrs.values())
+    return out
 
 
-def report(traffic: Traffic, killer: Killer, stack: LocalStack, timings: dict[str, float]) -> dict[str, Any]:
+def subscription_queues(stack: LocalStack) -> set[str]:
+    """The queue URLs the subscriptions' records name (their current generations)."""
+    table = _emulator(stack, "dynamodb")
+    urls: set[str] = set()
+    for page in table.get_paginator("scan").paginate(TableName="metro-resources", ProjectionExpression="queue_url"):
+        urls.update(item["queue_url"]["S"] for item in page["Items"] if "queue_url" in item)
+    return urls
+
+
+def backlog(stack: LocalStack) -> int:
+    """Messages left in the subscriptions' queues, waiting or in flight (the subscriptions' backlog)."""
+    live = subscription_queues(stack)
+    return sum(n for url, n in queue_depths(stack).items() if url in live)
+
+
+def orphaned_queues(stack: LocalStack) -> dict[str, int]:
+    """Queues no subscription names (a queue generation a seek or a delete left behind), with their depth."""
+    live = subscription_queues(stack)
+    return {url.rsplit("/", 1)[-1]: n for url, n in queue_depths(stack).items() if url not in live}
+
+
+def crash_points(logs: list[Path]) -> dict[str, int]:
+    """How often each torn-write crash point fired, from the processes' logs."""
+    from bench.chaos.crashpoints import count_crashes
+
+    total = Counter[str]()
+    for path in logs:
+        total.update(count_crashes(path.read_text(errors="replace")))
+    return dict(sorted(total.items()))
+
+
+def proxies(stack: LocalStack) -> dict[str, Any]:
+    return {role: proxy.stats() for role, proxy in stack.proxies.items()}
+
+
+def report(traffic: Traffic, nemesis: Nemesis, stack: LocalStack, timings: dict[str, float],
+           checked: dict[str, Any]) -> dict[str, Any]:
     with traffic.lock:
         summary = traffic.ledger.summary()
         errors = dict(traffic.timeline.error_kinds)
     left = backlog(stack)
+    logs = [stack.procs[r].log for r in ("api", "pump")]
     return {
         **summary,
-        "passed": summary["passed"] and left == 0,
+        "passed": summary["passed"] and left == 0 and checked["passed"],
         "backlog_after_drain": left,
+        "orphaned_queues": orphaned_queues(stack),
+        "history": checked,
         "plan": asdict(traffic.plan),
         "fault_rate": stack.fault_rate,
         "timings_s": {k: round(v, 1) for k, v in timings.items()},
-        "recovery": recovery_summary(killer.kills),
-        "kills": [asdict(k) for k in killer.kills],
-        "injected": injected_faults([stack.procs[r].log for r in ("api", "pump")]),
+        "faults": nemesis.summary(),
+        "recovery": nemesis.summary()["recovery"],
+        "nemesis": nemesis.log(),
+        "crash_points": crash_points(logs) if stack.crash_rate else {},
+        "partitions": proxies(stack),
+        "injected": injected_faults(logs),
         "client_errors": errors,
         "process_starts": {role: proc.starts for role, proc in stack.procs.items()},
     }

@@ -44,6 +44,8 @@ class SubscriptionBook:
     order_violations: int = 0
     last_seq: dict[str, int] = field(default_factory=dict)  # ordering key -> highest sequence first-delivered
     examples: list[str] = field(default_factory=list)  # the first few order violations, for the report
+    filter: dict[str, str] = field(default_factory=dict)  # attribute equalities: the keys this book expects
+    expected: set[str] = field(default_factory=set)  # the published keys its filter matches (when it has one)
 
 
 @dataclass
@@ -67,16 +69,26 @@ class SubscriptionVerdict:
 
 
 class Ledger:
-    """Not thread-safe: the driver holds a lock around every call."""
+    """Not thread-safe: the driver holds a lock around every call. A book with a filter expects only the published
+    keys whose attributes match it."""
 
-    def __init__(self, subscriptions: dict[str, str]) -> None:
-        self.books = {name: SubscriptionBook(kind) for name, kind in subscriptions.items()}
+    def __init__(self, subscriptions: dict[str, str], filters: dict[str, dict[str, str]] | None = None) -> None:
+        filters = filters or {}
+        self.books = {name: SubscriptionBook(kind, filter=dict(filters.get(name, {})))
+                      for name, kind in subscriptions.items()}
         self.published: set[str] = set()
         self.publish_calls = 0
 
-    def publish_acknowledged(self, keys: list[str]) -> None:
+    def publish_acknowledged(self, keys: list[str], attributes: list[dict[str, str]] | None = None) -> None:
         self.publish_calls += 1
         self.published.update(keys)
+        for book in self.books.values():
+            if book.filter:
+                book.expected.update(key for key, attrs in zip(keys, attributes or [{}] * len(keys), strict=True)
+                                     if all(attrs.get(k) == v for k, v in book.filter.items()))
+
+    def _expected(self, book: SubscriptionBook) -> set[str]:
+        return book.expected if book.filter else self.published
 
     def delivered(self, sub: str, message_id: str, key: str, ordering_key: str = "", seq: int = 0) -> None:
         book = self.books[sub]
@@ -111,20 +123,21 @@ class Ledger:
         """About how many published keys the slowest subscription has not settled yet (flow control; O(1)). An
         unconfirmed acknowledgement counts as settled: such a message may never come back, and counting it as
         outstanding would stall the publishers once the unconfirmed ones filled the window."""
-        return len(self.published) - min((len(b.settled) for b in self.books.values()), default=0)
+        return max((len(self._expected(b)) - len(b.settled) for b in self.books.values()), default=0)
 
     def drained(self) -> bool:
         """Every published key was acknowledged (or its acknowledgement went out) on every subscription."""
-        return all(self.published <= (b.acked | b.unsure) for b in self.books.values())
+        return all(self._expected(b) <= (b.acked | b.unsure) for b in self.books.values())
 
     def verdict(self, sub: str) -> SubscriptionVerdict:
         book = self.books[sub]
+        expected = self._expected(book)
         return SubscriptionVerdict(
             kind=book.kind,
             deliveries=book.deliveries,
             delivered_keys=len(book.first),
-            lost=len(self.published - book.first),
-            stuck=len((self.published & book.first) - book.acked - book.unsure),
+            lost=len(expected - book.first),
+            stuck=len((expected & book.first) - book.acked - book.unsure),
             unconfirmed=len(book.unsure - book.acked),
             duplicates=book.deliveries - len(book.first),
             redeliveries=book.deliveries - len(book.seen_ids),

@@ -19,7 +19,9 @@ from rich.progress import Progress
 
 from bench.chaos.faultrun import drain
 from bench.chaos.procs import LocalStack, rss_kib
-from bench.chaos.traffic import SUBSCRIPTIONS, TOPIC, Client, Failed, Plan, Traffic
+from bench.chaos.rest import Client, Failed
+from bench.chaos.subscriptions import TOPIC
+from bench.chaos.traffic import Plan, Traffic
 
 
 def _acked_everywhere(traffic: Traffic) -> int:
@@ -42,7 +44,7 @@ def calibrate(stack: LocalStack, messages: int, console: Console) -> float:
         done = min(len(b.acked) for b in traffic.ledger.books.values())
     traffic.finish()
     client = Client(stack.url, "calibrate")
-    for path in [f"subscriptions/{sub}" for sub in SUBSCRIPTIONS] + [f"topics/{TOPIC}"]:
+    for path in [f"subscriptions/{sub}" for sub in traffic.subs] + [f"topics/{TOPIC}"]:
         with contextlib.suppress(Failed):
             client.call("DELETE", path)
     rate = done / elapsed

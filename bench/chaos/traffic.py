@@ -1,11 +1,11 @@
-"""The fault run's and the soak's clients: publishers, pullers and a push endpoint, all writing to one ledger.
+"""The fault run's and the soak's clients: publishers, consumers and a push endpoint, writing one ledger (flow
+control and the drain) and one history (bench/chaos/history.py, judged by bench/chaos/checker.py).
 
-One topic with four subscriptions (bench/chaos/ledger.py names their kinds): ``plain`` (pull), ``ordered``
-(pull, message ordering), ``exact`` (pull, exactly-once) and ``pushed`` (push to a local endpoint). Each
-message carries its key ``k``, its sequence ``seq`` within its publisher (hence within its ordering key, which
-belongs to one publisher) and its send time ``ts``. Publishers retry a failed publish until it is
-acknowledged, as Google's clients do; pullers nack a small share of what they get and acknowledge the rest;
-the push endpoint answers 503 to the same share.
+One topic and the subscriptions of bench/chaos/subscriptions.py. Each message carries its key ``k``, its
+sequence ``seq`` within its publisher (hence within its ordering key, which belongs to one publisher), its send
+time ``ts`` and, in the full set, the attributes the filters read. Publishers retry a failed publish until it is
+acknowledged, as Google's clients do, each batch through one edge (REST, gRPC or AMS in turn, in the full set);
+consumers nack a small share of what they get and acknowledge the rest (bench/chaos/consumers.py).
 """
 
 from __future__ import annotations
@@ -13,21 +13,21 @@ from __future__ import annotations
 import base64
 import json
 import random
-import sys
 import threading
 import time
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TextIO
 
-import requests
-
-from bench.chaos.ledger import EXACTLY_ONCE, ORDERED, PULL, PUSH, Ledger
+from bench.chaos import history as h
+from bench.chaos.ledger import Ledger
+from bench.chaos.rest import Client, Failed
+from bench.chaos.subscriptions import DEAD_LETTER_SOURCE, DEAD_LETTER_TOPIC, SETS, TOPIC, Sub, message_attributes
 from bench.chaos.timeline import Timeline
 
-PROJECT, TOPIC = "chaos", "events"
-SUBSCRIPTIONS = {"plain": PULL, "ordered": ORDERED, "exact": EXACTLY_ONCE, "pushed": PUSH}
+PROJECT = "chaos"
 DATA = base64.b64encode(b"x" * 64).decode()
+OWN_ATTRIBUTES = ("k", "seq", "ts")  # the harness's bookkeeping, kept out of the history's deliveries
+LARGE_DATA = base64.b64encode(b"y" * 200).decode()  # 50 of these pass the 7,168 bytes a log item keeps inline
 
 
 @dataclass
@@ -43,75 +43,47 @@ class Plan:
     # subscription as Google's does (chalicelib/core/queueing/backoff.py), which would measure the backoff, not
     # the faults.
     push_nack_rate: float = 0.002
-    pullers: int = 2  # threads per pull subscription
-    ack_deadline: int = 20
-    # Exactly-once acks fail once the deadline has passed, and these pullers do not extend deadlines as Google's
-    # clients do: on a busy machine a pull of 100 messages (one lease write each) can take most of 20 s.
-    exactly_once_ack_deadline: int = 60
-    # An exactly-once pull writes one lease per message, one after another: a pull of 100 can outlast a client's
-    # timeout on a busy machine, and the leases it took then expire unused. Smaller pulls keep it under.
+    pullers: int = 2  # threads per REST pull subscription
+    # An exactly-once pull writes one lease per message: a pull of 100 can outlast a client's timeout on a busy
+    # machine, and the leases it took then expire unused. Smaller pulls keep it under.
     exactly_once_max_messages: int = 20
     pull_timeout: float = 90.0
-
-
-class Failed(Exception):
-    """A request that did not succeed: a connection error, a timeout or a non-2xx answer."""
-
-    def __init__(self, kind: str, status: int = 0, body: Any = None) -> None:
-        super().__init__(kind)
-        self.kind, self.status, self.body = kind, status, body
-
-
-class Client:
-    def __init__(self, url: str, project: str = PROJECT) -> None:
-        self.base = f"{url}/v1/projects/{project}"
-        self.session = requests.Session()
-
-    def call(self, method: str, path: str, body: Any = None, timeout: float = 30) -> Any:
-        try:
-            resp = self.session.request(method, f"{self.base}/{path}", json=body, timeout=timeout)
-        except requests.RequestException as exc:
-            self.session = requests.Session()  # the API restarted: new connections
-            raise Failed(type(exc).__name__) from exc
-        if resp.status_code != 200:
-            try:
-                payload = resp.json()
-            except ValueError:
-                payload = resp.text[:200]
-            raise Failed(f"HTTP {resp.status_code}", resp.status_code, payload)
-        return resp.json() if resp.content else {}
-
-
-def failed_ack_ids(error: Failed) -> set[str] | None:
-    """The ack ids an exactly-once acknowledge refused (Google's ErrorInfo metadata); None: not such an answer."""
-    if error.status != 400 or not isinstance(error.body, dict):
-        return None
-    for detail in error.body.get("error", {}).get("details", []):
-        if detail.get("reason") == "EXACTLY_ONCE_ACKID_FAILURE":
-            return set(detail.get("metadata", {}))
-    return None
+    subscriptions: str = "basic"  # bench/chaos/subscriptions.py: basic or full
+    large_every: int = 0  # every n-th batch carries bodies past the inline limit (an S3 put per publish); 0: never
+    stale_rate: float = 0.0  # share of exactly-once REST batches held past a shortened deadline, then acked
+    stale_wait: float = 9.0  # how long past the 1 s deadline they are held (beyond the checker's skew tolerance)
+    seek_every: float = 0.0  # seconds between seeks of the replay subscription; 0: none
 
 
 class Traffic:
-    """Publishers, pullers and the push endpoint of one run against the API at ``url``."""
+    """Publishers, consumers and the push endpoint of one run against the API at ``url``; the consumers' sink."""
 
-    def __init__(self, url: str, plan: Plan, seed: int = 17, project: str = PROJECT) -> None:
-        self.url, self.plan, self.project = url, plan, project
-        self.ledger = Ledger(SUBSCRIPTIONS)
+    def __init__(self, url: str, plan: Plan, seed: int = 17, project: str = PROJECT, ams_url: str = "",
+                 history: TextIO | None = None) -> None:
+        self.url, self.plan, self.project, self.ams_url = url, plan, project, ams_url
+        self.subs: dict[str, Sub] = {s.name: s for s in SETS[plan.subscriptions]}
+        booked = {s.name: s for s in self.subs.values() if s.kind != DEAD_LETTER_SOURCE}
+        self.ledger = Ledger({n: s.kind for n, s in booked.items()},
+                             {n: (self.subs[s.dead_letter_of].filter if s.dead_letter_of else s.filter)
+                              for n, s in booked.items()})
+        self.history = h.Recorder(history)
         self.timeline = Timeline()
         self.lock = threading.Lock()
         self.stop = threading.Event()
         self.rng = random.Random(seed)
         self.started = time.monotonic()
         self.last_push = 0.0  # monotonic time of the last push received
+        self.recent: dict[str, list[str]] = {}  # subscription -> publish times delivered lately (the seeker's)
         self._next_batch = 0
         self._batches = (plan.messages + plan.batch - 1) // plan.batch
         self._publishers_done = 0
         self._threads: list[threading.Thread] = []
-        self.endpoint = PushEndpoint(self)
+        self._stoppers: list[Any] = []
         self.trace: TextIO | None = None
+        from bench.chaos.consumers import PushEndpoint  # consumers import this module's Traffic
+        self.endpoint = PushEndpoint(self)
 
-    # -- bookkeeping ----------------------------------------------------------------------------------------
+    # -- bookkeeping: the consumers' sink (bench/chaos/edges.py Sink) ---------------------------------------
     def now(self) -> float:
         return time.monotonic() - self.started
 
@@ -119,35 +91,76 @@ class Traffic:
         with self.lock:
             self.timeline.error(self.now(), kind)
 
+    def should_nack(self, sub: str) -> bool:
+        kind = self.subs[sub].kind
+        if kind == DEAD_LETTER_SOURCE:
+            return True
+        with self.lock:
+            return self.rng.random() < (self.plan.push_nack_rate if kind == "push" else self.plan.nack_rate)
+
+    def chance(self, share: float) -> bool:
+        with self.lock:
+            return self.rng.random() < share
+
+    def received(self, sub: str, edge: str, ack_id: str, message: dict[str, Any], attempt: int) -> tuple[str, str]:
+        """Record one delivery; returns (message id, key)."""
+        attrs = message.get("attributes") or {}
+        key, mid = attrs.get("k", ""), message.get("messageId", "")
+        okey, seq, published = message.get("orderingKey", ""), int(attrs.get("seq", 0)), message.get("publishTime", "")
+        self._trace(sub, "got", [mid, key, okey, published])
+        kept = {k: v for k, v in attrs.items() if k not in OWN_ATTRIBUTES}  # what filters and dead letters read
+        self.history.add(h.Deliver(self.now(), sub, edge, mid, key, ack_id, attempt, okey, seq, published, kept))
+        with self.lock:
+            if sub in self.ledger.books:
+                self.ledger.delivered(sub, mid, key, okey, seq)
+            self.timeline.delivered(self.now(), time.time() - float(attrs.get("ts", time.time())))
+            if self.subs[sub].seeks and published:
+                self.recent.setdefault(sub, []).append(published)
+                del self.recent[sub][:-200]
+        return mid, key
+
+    def acknowledged(self, sub: str, edge: str, acks: dict[str, tuple[str, str]], t_sent: float, outcome: str,
+                     refused: set[str]) -> None:
+        """One acknowledge's answer: confirmed acks go to the ledger, the others as unconfirmed."""
+        self.history.add(h.Ack(t_sent, self.now(), sub, edge, tuple(acks), outcome, tuple(sorted(refused))))
+        if sub not in self.ledger.books:
+            return
+        with self.lock:
+            for ack_id, (mid, key) in acks.items():
+                if outcome == h.OK and ack_id not in refused:
+                    self.ledger.acknowledged(sub, mid, key)
+                else:
+                    self.ledger.acknowledge_unconfirmed(sub, key)
+        self._trace(sub, "ack", [(mid, outcome == h.OK and a not in refused) for a, (mid, _) in acks.items()])
+
+    def nacked(self, sub: str, edge: str, ack_ids: list[str], t_sent: float, outcome: str) -> None:
+        self.modacked(sub, edge, ack_ids, 0, t_sent, outcome)
+
+    def modacked(self, sub: str, edge: str, ack_ids: list[str], seconds: int, t_sent: float, outcome: str,
+                 refused: tuple[str, ...] = ()) -> None:
+        self.history.add(h.Modack(t_sent, self.now(), sub, edge, tuple(ack_ids), seconds, outcome, refused))
+        if seconds == 0:
+            self._trace(sub, "nack", ack_ids)
+
+    def _trace(self, sub: str, event: str, detail: Any) -> None:
+        """One line per event of the ordered subscription, when a trace file is set (to study a violation)."""
+        if self.trace is not None and self.subs[sub].kind == "ordered":
+            line = json.dumps([round(self.now(), 3), threading.current_thread().name, event, detail])
+            with self.lock:
+                self.trace.write(line + "\n")
+
     def publishing_done(self) -> bool:
         with self.lock:
             return self._publishers_done == self.plan.publishers
 
-    def _take_batch(self) -> int | None:
-        with self.lock:
-            if self._next_batch >= self._batches:
-                return None
-            self._next_batch += 1
-            return self._next_batch - 1
-
-    def _nack(self, push: bool = False) -> bool:
-        with self.lock:
-            return self.rng.random() < (self.plan.push_nack_rate if push else self.plan.nack_rate)
-
-    def _deadline(self, sub: str) -> int:
-        exact = SUBSCRIPTIONS[sub] == EXACTLY_ONCE
-        return self.plan.exactly_once_ack_deadline if exact else self.plan.ack_deadline
-
     # -- set-up ---------------------------------------------------------------------------------------------
     def create(self, timeout: float = 120) -> None:
-        """The topic and the subscriptions (created again if they exist: 409 is fine)."""
-        client, topic = Client(self.url, self.project), f"projects/{self.project}/topics/{TOPIC}"
-        bodies: dict[str, dict[str, Any]] = {
-            "plain": {}, "ordered": {"enableMessageOrdering": True}, "exact": {"enableExactlyOnceDelivery": True},
-            "pushed": {"pushConfig": {"pushEndpoint": self.endpoint.url("pushed")}}}
-        steps: list[tuple[str, Any]] = [(f"topics/{TOPIC}", {})] + [
-            (f"subscriptions/{sub}", {"topic": topic, "ackDeadlineSeconds": self._deadline(sub), **extra})
-            for sub, extra in bodies.items()]
+        """The topics and the subscriptions (created again if they exist: 409 is fine)."""
+        client = Client(self.url, self.project)
+        topics = [TOPIC] + ([DEAD_LETTER_TOPIC] if any(s.dead_letter_of for s in self.subs.values()) else [])
+        steps: list[tuple[str, Any]] = [(f"topics/{t}", {}) for t in topics] + [
+            (f"subscriptions/{s.name}", s.request(self.project, self.endpoint.url(s.name)))
+            for s in self.subs.values()]
         deadline = time.monotonic() + timeout
         for path, body in steps:
             while True:
@@ -160,14 +173,27 @@ class Traffic:
                     if time.monotonic() > deadline:
                         raise
                     time.sleep(0.5)
+        for sub in self.subs.values():
+            self.history.add(sub.spec())
 
     # -- publishers -----------------------------------------------------------------------------------------
-    def _messages(self, publisher: int, batch: int) -> list[dict[str, Any]]:
+    def _take_batch(self) -> int | None:
+        with self.lock:
+            if self._next_batch >= self._batches:
+                return None
+            self._next_batch += 1
+            return self._next_batch - 1
+
+    def messages(self, publisher: int, batch: int) -> list[dict[str, Any]]:
         out = []
+        large = self.plan.large_every and batch % self.plan.large_every == self.plan.large_every - 1
         for i in range(min(self.plan.batch, self.plan.messages - batch * self.plan.batch)):
             seq = batch * self.plan.batch + i
-            out.append({"data": DATA, "orderingKey": f"p{publisher}-{seq % self.plan.ordering_keys}",
-                        "attributes": {"k": f"m{seq}", "seq": str(seq), "ts": f"{time.time():.6f}"}})
+            attrs = {"k": f"m{seq}", "seq": str(seq), "ts": f"{time.time():.6f}"}
+            if self.plan.subscriptions != "basic":
+                attrs.update(message_attributes(seq))
+            out.append({"data": LARGE_DATA if large else DATA,
+                        "orderingKey": f"p{publisher}-{seq % self.plan.ordering_keys}", "attributes": attrs})
         return out
 
     def _wait_turn(self, batch: int) -> bool:
@@ -183,181 +209,64 @@ class Traffic:
             time.sleep(0.05)
         return False
 
-    def _publish(self, client: Client, messages: list[dict[str, Any]]) -> bool:
-        """Publish until acknowledged (the same messages each time); False when the run stops first."""
-        delay = 0.1
+    def publish(self, edge: str, send: Any, messages: list[dict[str, Any]]) -> bool:
+        """Publish through ``send(messages) -> ids`` until acknowledged (the same messages each time); False when
+        the run stops first. Every attempt goes to the history with its outcome."""
+        delay, meant = 0.1, tuple(h.Message(m["attributes"]["k"], m["orderingKey"], int(m["attributes"]["seq"]),
+                                            dict(m["attributes"])) for m in messages)
         while not self.stop.is_set():
             sent = time.monotonic()
+            t_sent = self.now()
             try:
-                got = client.call("POST", f"topics/{TOPIC}:publish", {"messages": messages})
+                ids = send(messages)
             except Failed as exc:
-                self.error(f"publish: {exc.kind}")
-                if 400 <= exc.status < 500 and exc.status not in (408, 429):
+                self.history.add(h.Publish(t_sent, self.now(), edge, exc.outcome, meant))
+                self.error(f"publish {edge}: {exc.kind}")
+                if exc.outcome == h.ERROR:
                     return True  # refused for good: not acknowledged, so not owed to anyone
                 self.stop.wait(delay)
                 delay = min(delay * 2, 2.0)
                 continue
-            if len(got.get("messageIds", [])) != len(messages):
+            self.history.add(h.Publish(t_sent, self.now(), edge, h.OK, meant, tuple(ids)))
+            if len(ids) != len(messages):
                 self.error("publish: wrong number of ids")
             with self.lock:
-                self.ledger.publish_acknowledged([m["attributes"]["k"] for m in messages])
+                self.ledger.publish_acknowledged([m.key for m in meant], [m.attributes for m in meant])
                 self.timeline.published(self.now(), len(messages), time.monotonic() - sent)
             return True
         return False
 
     def _publisher(self, index: int) -> None:
-        client = Client(self.url, self.project)
+        from bench.chaos.consumers import publish_edges
+
+        edges = publish_edges(self)
         try:
             while (batch := self._take_batch()) is not None:
-                if not self._wait_turn(batch) or not self._publish(client, self._messages(index, batch)):
+                edge, send = edges[batch % len(edges)]
+                if not self._wait_turn(batch) or not self.publish(edge, send, self.messages(index, batch)):
                     return
         finally:
             with self.lock:
                 self._publishers_done += 1
 
-    # -- consumers ------------------------------------------------------------------------------------------
-    def _trace(self, sub: str, event: str, detail: Any) -> None:
-        """One line per event of the ordered subscription, when a trace file is set (to study a violation)."""
-        if self.trace is not None and SUBSCRIPTIONS[sub] == ORDERED:
-            line = json.dumps([round(self.now(), 3), threading.current_thread().name, event, detail])
-            with self.lock:
-                self.trace.write(line + "\n")
-
-    def received(self, sub: str, message: dict[str, Any]) -> tuple[str, str]:
-        """Record one delivery; returns (message id, key)."""
-        attrs = message.get("attributes", {})
-        key, mid = attrs.get("k", ""), message.get("messageId", "")
-        self._trace(sub, "got", [mid, key, message.get("orderingKey"), message.get("publishTime")])
-        with self.lock:
-            self.ledger.delivered(sub, mid, key, message.get("orderingKey", ""), int(attrs.get("seq", 0)))
-            self.timeline.delivered(self.now(), time.time() - float(attrs.get("ts", time.time())))
-        return mid, key
-
-    def _acknowledge(self, client: Client, sub: str, acks: dict[str, tuple[str, str]]) -> None:
-        """Acknowledge, retrying through an API restart while the ack ids may still be valid, as Google's clients
-        do; confirmed acks go to the ledger, the others as unconfirmed."""
-        refused: set[str] = set(acks)
-        deadline = time.monotonic() + self._deadline(sub)
-        while time.monotonic() < deadline and not self.stop.is_set():
-            try:
-                client.call("POST", f"subscriptions/{sub}:acknowledge", {"ackIds": list(acks)})
-                refused = set()
-                break
-            except Failed as exc:
-                self.error(f"acknowledge: {exc.kind}")
-                if exc.status == 400:
-                    refused = failed_ack_ids(exc) or set(acks)
-                    break
-                self.stop.wait(0.5)
-        with self.lock:
-            for ack_id, (mid, key) in acks.items():
-                if ack_id in refused:
-                    self.ledger.acknowledge_unconfirmed(sub, key)
-                else:
-                    self.ledger.acknowledged(sub, mid, key)
-        self._trace(sub, "ack", [(acks[a][0], a not in refused) for a in acks])
-
-    def _puller(self, sub: str) -> None:
-        client = Client(self.url, self.project)
-        while not self.stop.is_set():
-            try:
-                most = self.plan.exactly_once_max_messages if SUBSCRIPTIONS[sub] == EXACTLY_ONCE else 100
-                got = client.call("POST", f"subscriptions/{sub}:pull", {"maxMessages": most},
-                                  timeout=self.plan.pull_timeout)
-            except Failed as exc:
-                self.error(f"pull: {exc.kind}")
-                self.stop.wait(0.2)
-                continue
-            acks, nacks = {}, {}
-            for r in got.get("receivedMessages", []):
-                ident = self.received(sub, r["message"])
-                if self._nack():
-                    nacks[r["ackId"]] = ident[0]
-                else:
-                    acks[r["ackId"]] = ident
-            if nacks:
-                self._trace(sub, "nack", list(nacks.values()))
-                try:
-                    client.call("POST", f"subscriptions/{sub}:modifyAckDeadline",
-                                {"ackIds": list(nacks), "ackDeadlineSeconds": 0})
-                except Failed as exc:
-                    self.error(f"nack: {exc.kind}")
-            if acks:
-                self._acknowledge(client, sub, acks)
-
     # -- running --------------------------------------------------------------------------------------------
     def start(self) -> None:
+        from bench.chaos.consumers import consumers
+
         self.started = time.monotonic()
         self._threads = [threading.Thread(target=self._publisher, args=(i,), daemon=True, name=f"chaos-pub-{i}")
                          for i in range(self.plan.publishers)]
-        self._threads += [threading.Thread(target=self._puller, args=(sub,), daemon=True, name=f"chaos-pull-{sub}-{i}")
-                          for sub, kind in SUBSCRIPTIONS.items() if kind != PUSH for i in range(self.plan.pullers)]
+        threads, self._stoppers = consumers(self)
+        self._threads += threads
         for t in self._threads:
             t.start()
 
-    def finish(self) -> None:
+    def finish(self, drained: bool = False) -> None:
         self.stop.set()
+        for stopper in self._stoppers:
+            stopper()
         for t in self._threads:
             t.join(timeout=40)
         self.endpoint.close()
-
-
-class _PushHandler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server: _PushServer
-
-    def do_POST(self) -> None:
-        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        traffic = self.server.traffic
-        traffic.last_push = time.monotonic()
-        try:
-            message = json.loads(body)["message"]
-        except (ValueError, KeyError, TypeError):
-            traffic.error("push: bad body")
-            self._answer(400)
-            return
-        sub = self.path.strip("/")
-        mid, key = traffic.received(sub, message)
-        if traffic._nack(push=True):
-            self._answer(503)
-            return
-        self._answer(204)
-        with traffic.lock:  # the answer is sent: as acknowledged as a push gets
-            traffic.ledger.acknowledged(sub, mid, key)
-
-    def _answer(self, status: int) -> None:
-        self.send_response(status)
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
-class _PushServer(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self, traffic: Traffic) -> None:
-        super().__init__(("127.0.0.1", 0), _PushHandler)
-        self.traffic = traffic
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        """A pump killed mid-request resets its connection: expected here; anything else is a harness error."""
-        error = sys.exc_info()[1]
-        if not isinstance(error, ConnectionError):
-            self.traffic.error(f"push endpoint: {error!r}")
-
-
-class PushEndpoint:
-    def __init__(self, traffic: Traffic) -> None:
-        self.server = _PushServer(traffic)
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.2},
-                                       name="chaos-push", daemon=True)
-        self.thread.start()
-
-    def url(self, sub: str) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/{sub}"
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self.history.add(h.End(self.now(), drained))
+        self.history.close()

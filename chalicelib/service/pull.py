@@ -3,7 +3,8 @@
 pull    : ReceiveMessage (long poll for the first batch, then short polls while batches come back full),
           packs opened into their messages (service/packs.py), then the shared delivery steps
           (service/delivery.py): attempts, dead-letter, the exactly-once claim, bodies (inline, or one S3
-          range GET per raw object, or the Parquet archive).
+          range GET per raw object, or the Parquet archive); [a slow pull: ChangeMessageVisibilityBatch, so
+          every lease counts from the answer (core/queueing/pull_leases.py)].
 ack     : [exactly-once: one conditional update per message] -> [a pack's partial settling: one update per
           pack] -> DeleteMessageBatch.
 modack  : [exactly-once: one conditional update per message] -> [as ack, for nacks] ->
@@ -21,6 +22,7 @@ from collections.abc import Callable, Sequence
 from chalicelib.core import limits, live
 from chalicelib.core.errors import FailedPrecondition, InvalidArgument
 from chalicelib.core.names import Name
+from chalicelib.core.queueing import pull_leases
 from chalicelib.core.queueing.ackids import AckId
 from chalicelib.core.queueing.deadletter import reports_attempts
 from chalicelib.core.queueing.packs import keeps_whole, packable
@@ -77,7 +79,8 @@ class PullService:
                                      "messages are written to its bucket and cannot be pulled.")
         # Visibility = ack deadline + the retry policy's backoff, so an expiry is followed by that backoff.
         wait = 0 if request.return_immediately else int(self.ctx.config.pull_wait_seconds)
-        deliveries = self._receive(rec, request.max_messages, wait, expiry_visibility(rec, rec.spec.ack_deadline, 1))
+        visibility = expiry_visibility(rec, rec.spec.ack_deadline, 1)
+        deliveries, received_at = self._receive(rec, request.max_messages, wait, visibility)
         self.steps.count_attempts(rec, deliveries)
         deliveries = self._dead_letter(rec, deliveries)
         lease_id = self.ctx.ids.token()
@@ -87,9 +90,10 @@ class PullService:
             return PullResponse()
         later = {d.receipt: v for d in deliveries if (v := redelivery_visibility(rec, d.attempt)) is not None}
         later.update(self.last_attempts.remember(rec, deliveries))  # last attempts: their deadline plus a grace
-        if later:  # redeliveries: a longer backoff after their expiry
-            self.ctx.queues.change_visibility_batch(rec.queue_url, list(later.items()))
-        self._require_bodies(deliveries)
+        try:
+            self._require_bodies(deliveries)
+        finally:  # redeliveries: a longer backoff after their expiry; a slow pull's early receives: a full lease
+            self._lease(rec, deliveries, received_at, visibility, later)
         self.ctx.counters.add(name, {live.DELIVERED: len(deliveries)}, self.ctx.clock())
         handed = Counter(d.pack for d in deliveries if d.pack)
         kept: dict[str, int] = defaultdict(int)  # ordered packs the pull split: a bit per message it holds
@@ -169,20 +173,35 @@ class PullService:
         self.steps.skipped(rec, held)
         return kept
 
-    def _receive(self, rec: SubscriptionRecord, max_messages: int, wait: int, visibility: int) -> list[Delivery]:
+    def _lease(self, rec: SubscriptionRecord, deliveries: Sequence[Delivery], received_at: dict[str, float],
+               visibility: int, later: dict[str, int]) -> None:
+        """One ChangeMessageVisibilityBatch per 10 receipts with a visibility of their own (``later``) or received
+        longer than pull_leases.slack ago: a lease counts from the pull's answer (core/queueing/pull_leases.py)."""
+        held = {d.receipt: received_at[d.receipt] for d in deliveries if d.receipt in received_at}
+        changes = pull_leases.refreshed(pull_leases.stale(held, self.monotonic(), rec.spec.ack_deadline), visibility,
+                                        later)
+        if changes:
+            self.ctx.queues.change_visibility_batch(rec.queue_url, changes)
+
+    def _receive(self, rec: SubscriptionRecord, max_messages: int, wait: int,
+                 visibility: int) -> tuple[list[Delivery], dict[str, float]]:
         """Long-poll for a first batch, then keep receiving until maxMessages or an empty receive (a publish
         request lands in the queue over a few concurrent sends, and a fuller pull saves a whole pull and
         ack request); after an empty receive, keep polling until the linger (METRO_PULL_LINGER_MS, default
         0) since the first message has passed. Each body is decoded once, here; packs are opened into their
         messages, and a receive asks for as many queue messages as the packs seen so far say will fill the
-        pull. Cost decision: docs/decisions/cost-model.md."""
+        pull. Also returns when each receipt was received (the injected monotonic clock): its lease's start.
+        Cost decision: docs/decisions/cost-model.md."""
         got: list[Delivery] = []
+        received_at: dict[str, float] = {}
         size, queued, opened = 0, 0, 0
         linger_until = 0.0
         while len(got) < max_messages:
             per_message = opened / queued if queued else 1.0
             want = min(10, max(1, math.ceil((max_messages - len(got)) / per_message)))
             received = self.ctx.queues.receive(rec.queue_url, want, wait if not got else 0, visibility)
+            at = self.monotonic()
+            received_at.update((r.receipt, at) for r in received)
             batch = [d for r in received for d in decode_received(r.body, r.receipt, r.receive_count)]
             queued, opened = queued + len(received), opened + len(batch)
             batch = self.packs.open(rec, batch)
@@ -204,7 +223,7 @@ class PullService:
                 if not got or self.monotonic() >= linger_until:
                     break
                 self.sleep(LINGER_STEP_SECONDS)
-        return got
+        return got, received_at
 
     def _hand_back(self, rec: SubscriptionRecord, got: Sequence[Delivery], rest: Sequence[Delivery],
                    max_messages: int) -> None:

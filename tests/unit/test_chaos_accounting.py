@@ -158,3 +158,24 @@ def test_injected_errors_speak_each_services_protocol() -> None:
     assert status == 500 and json.loads(body)["__type"] == "InternalFailure"
     status, headers, body = error_response("s3", "throttle")
     assert status == 503 and b"<Code>SlowDown</Code>" in body and headers["Content-Type"] == "application/xml"
+
+
+def test_a_filtered_book_expects_only_the_keys_its_filter_matches() -> None:
+    book = Ledger({"plain": PULL, "lane-a": PULL}, {"lane-a": {"lane": "a"}})
+    book.publish_acknowledged(["a1", "b1"], [{"lane": "a"}, {"lane": "b"}])
+    for key in ("a1", "b1"):
+        book.delivered("plain", f"id-{key}", key)
+        book.acknowledged("plain", f"id-{key}", key)
+    assert book.outstanding() == 1  # lane-a has a1 to settle; b1 is none of its business
+    book.delivered("lane-a", "id-a1", "a1")
+    book.acknowledged("lane-a", "id-a1", "a1")
+    assert book.drained() and book.outstanding() == 0
+    assert book.verdict("lane-a").lost == 0 and book.verdict("lane-a").delivered_keys == 1
+
+
+def test_a_filtered_book_counts_a_missing_match_as_lost() -> None:
+    book = Ledger({"lane-a": PULL}, {"lane-a": {"lane": "a"}})
+    book.publish_acknowledged(["a1", "a2", "b1"], [{"lane": "a"}, {"lane": "a"}, {"lane": "b"}])
+    book.delivered("lane-a", "id-a1", "a1")
+    book.acknowledged("lane-a", "id-a1", "a1")
+    assert book.verdict("lane-a").lost == 1 and not book.drained()

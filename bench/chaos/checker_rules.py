@@ -1,0 +1,162 @@
+"""The history checker's rules on what each subscription delivered (words as in checker_index.py).
+
+Judged only when the run drained (the history ends with End(drained=True)):
+
+- ``lost``: a key acknowledged on publish that should reach a subscription was never delivered on it. A
+  dead-letter subscription should receive every key of its source, so a key its source delivered but never
+  forwarded is lost on the dead-letter subscription;
+- ``stored-not-delivered``: a key not acknowledged on publish (its publish answer was lost or refused) but
+  delivered somewhere, so stored, that should reach a subscription and was never delivered on it (keys
+  acknowledged on publish are ``lost`` instead, never both);
+- ``unsettled``: a key delivered on a subscription where nothing settled it: none of its ack ids confirmed,
+  in doubt or refused. On a dead-letter source (where everything is nacked) settled means it reached the
+  dead-letter subscription.
+
+Judged always:
+
+- ``order`` (ordered subscriptions): a key delivered for the first time while a key of the same ordering key
+  with a higher sequence had already been delivered for the first time. Redeliveries never count;
+- ``filter-leak``: a filtered subscription delivered a key whose published attributes (the delivery's own when
+  no publish of the key was recorded) do not match its filter;
+- ``dead-letter-count`` (dead-letter subscriptions): a delivery whose
+  ``CloudPubSubDeadLetterSourceDeliveryCount`` is not its source's max delivery attempts (forwarded early or
+  late);
+- ``over-delivered`` (dead-letter sources with N max delivery attempts): a message id delivered more than N
+  times, a delivery attempt above N, or a delivery without an attempt (0) although the policy is set;
+- ``delivered-after-dead-letter`` (dead-letter sources): the source delivered a key after its dead-letter
+  subscription had delivered it (matched by key: forwarding gives a new message id; keys stored twice by a
+  retried publish are exempt, their other copy may still be live).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from bench.chaos.checker_index import CONFIRMED, IN_DOUBT, REFUSED, Index, Violation, filter_matches, narrowed
+from bench.chaos.history import Deliver, Op, Subscription
+
+LOST, STORED_NOT_DELIVERED, UNSETTLED = "lost", "stored-not-delivered", "unsettled"
+ORDER, FILTER_LEAK, DEAD_LETTER_COUNT = "order", "filter-leak", "dead-letter-count"
+OVER_DELIVERED, DELIVERED_AFTER_DEAD_LETTER = "over-delivered", "delivered-after-dead-letter"
+DRAINED_RULES = (LOST, STORED_NOT_DELIVERED, UNSETTLED)
+DELIVERY_RULES = (*DRAINED_RULES, ORDER, FILTER_LEAK, DEAD_LETTER_COUNT, OVER_DELIVERED, DELIVERED_AFTER_DEAD_LETTER)
+DELIVERY_COUNT_ATTRIBUTE = "CloudPubSubDeadLetterSourceDeliveryCount"
+SETTLED = (CONFIRMED, IN_DOUBT, REFUSED)
+
+
+def drained_rules(index: Index, sub: Subscription, expected: set[str]) -> Iterator[Violation]:
+    delivered = index.by_key.get(sub.name, {})
+    for key in sorted(expected - delivered.keys()):
+        publish = index.publish_answer.get(key)
+        if publish is not None:
+            detail = f"{key} was acknowledged on publish and should reach {sub.name}, which never delivered it"
+            yield Violation(LOST, sub.name, key, detail, (narrowed(publish, key),))
+        else:
+            stored = index.stored[key]
+            detail = f"{key} was stored (delivered on {stored.sub} as {stored.message_id}) but never on {sub.name}"
+            first = index.first_publish.get(key)
+            shown: tuple[Op, ...] = (stored, *([narrowed(first, key)] if first else []))
+            yield Violation(STORED_NOT_DELIVERED, sub.name, key, detail, shown)
+    yield from _unsettled(index, sub)
+
+
+def _unsettled(index: Index, sub: Subscription) -> Iterator[Violation]:
+    if sub.max_delivery_attempts > 0:
+        yield from _not_dead_lettered(index, sub)
+        return
+    lives = index.ack_ids.get(sub.name, {})
+    for key, deliveries in index.by_key.get(sub.name, {}).items():
+        if not any(lives[d.ack_id].status in SETTLED for d in deliveries):
+            detail = f"{key} was delivered {len(deliveries)} time(s) on {sub.name} and no ack settled it"
+            yield Violation(UNSETTLED, sub.name, key, detail, tuple(deliveries[:5]))
+
+
+def _not_dead_lettered(index: Index, sub: Subscription) -> Iterator[Violation]:
+    dead_letter_subs = index.dead_letter_subs.get(sub.name, [])
+    if not dead_letter_subs:
+        return
+    forwarded = set().union(*(index.by_key.get(name, {}).keys() for name in dead_letter_subs))
+    for key, deliveries in index.by_key.get(sub.name, {}).items():
+        if key not in forwarded:
+            detail = f"{key} was delivered on dead-letter source {sub.name} but never reached its dead-letter topic"
+            yield Violation(UNSETTLED, sub.name, key, detail, tuple(deliveries[:5]))
+
+
+def order_rule(index: Index, sub: Subscription) -> Iterator[Violation]:
+    first_delivered: set[str] = set()
+    highest: dict[str, Deliver] = {}  # ordering key -> first delivery with the highest sequence so far
+    for delivery in index.deliveries.get(sub.name, []):
+        if delivery.key in first_delivered:
+            continue
+        first_delivered.add(delivery.key)
+        ordering_key, seq = _ordering_of(index, delivery)
+        if not ordering_key:
+            continue
+        ahead = highest.get(ordering_key)
+        if ahead is not None and _ordering_of(index, ahead)[1] > seq:
+            detail = f"{delivery.key} (seq {seq}) first delivered after {ahead.key} of ordering key {ordering_key}"
+            yield Violation(ORDER, sub.name, delivery.key, detail, (ahead, delivery))
+        else:
+            highest[ordering_key] = delivery
+
+
+def _ordering_of(index: Index, delivery: Deliver) -> tuple[str, int]:
+    message = index.messages.get(delivery.key)
+    if message is not None:
+        return message.ordering_key, message.seq
+    return delivery.ordering_key, delivery.seq
+
+
+def filter_rule(index: Index, sub: Subscription) -> Iterator[Violation]:
+    if not sub.filter:
+        return
+    for delivery in index.deliveries.get(sub.name, []):
+        attributes = index.published_attributes(delivery.key, delivery.attributes)
+        if not filter_matches(sub.filter, attributes):
+            detail = f"{delivery.key} with attributes {attributes} does not match the filter {sub.filter}"
+            publish = index.first_publish.get(delivery.key)
+            shown: tuple[Op, ...] = (delivery, *([narrowed(publish, delivery.key)] if publish else []))
+            yield Violation(FILTER_LEAK, sub.name, delivery.key, detail, shown)
+
+
+def dead_letter_count_rule(index: Index, sub: Subscription) -> Iterator[Violation]:
+    source = index.subs.get(sub.dead_letter_of)
+    if source is None or source.max_delivery_attempts <= 0:
+        return
+    wanted = str(source.max_delivery_attempts)
+    for delivery in index.deliveries.get(sub.name, []):
+        count = delivery.attributes.get(DELIVERY_COUNT_ATTRIBUTE)
+        if count != wanted:
+            detail = f"{delivery.key} was forwarded after {count} deliveries on {source.name}, not {wanted}"
+            yield Violation(DEAD_LETTER_COUNT, sub.name, delivery.key, detail, (delivery,))
+
+
+def over_delivered_rule(index: Index, sub: Subscription) -> Iterator[Violation]:
+    limit = sub.max_delivery_attempts
+    for message_id, deliveries in index.by_message.get(sub.name, {}).items():
+        if len(deliveries) > limit:
+            detail = f"{message_id} was delivered {len(deliveries)} times, more than {limit} attempts"
+            yield Violation(OVER_DELIVERED, sub.name, message_id, detail, (deliveries[0], deliveries[limit]))
+        for delivery in deliveries:
+            if delivery.attempt > limit or delivery.attempt == 0:
+                detail = f"{message_id} was delivered with attempt {delivery.attempt} (the policy allows 1..{limit})"
+                yield Violation(OVER_DELIVERED, sub.name, message_id, detail, (delivery,))
+
+
+def after_dead_letter_rule(index: Index, sub: Subscription) -> Iterator[Violation]:
+    forwarded = _first_dead_letter_deliveries(index, sub.name)
+    for delivery in index.deliveries.get(sub.name, []):
+        dead_lettered = forwarded.get(delivery.key)
+        if dead_lettered is None or dead_lettered.t >= delivery.t or len(index.key_ids.get(delivery.key, ())) > 1:
+            continue
+        detail = f"{delivery.message_id} ({delivery.key}) was delivered after {dead_lettered.sub} delivered it"
+        yield Violation(DELIVERED_AFTER_DEAD_LETTER, sub.name, delivery.message_id, detail, (dead_lettered, delivery))
+
+
+def _first_dead_letter_deliveries(index: Index, source: str) -> dict[str, Deliver]:
+    first: dict[str, Deliver] = {}
+    for name in index.dead_letter_subs.get(source, []):
+        for key, deliveries in index.by_key.get(name, {}).items():
+            if key not in first or deliveries[0].t < first[key].t:
+                first[key] = deliveries[0]
+    return first

@@ -1,0 +1,87 @@
+"""The history checker's seek rule (words as in checker_index.py), judged only when the run drained, on
+subscriptions with seeks, for every Seek answered ok:
+
+``seek-window-missed``: a seek marks messages unacknowledged again, and each of them must be delivered after
+the seek answered:
+
+- after a seek to a time: every key with a known publish time (from any source-side delivery of its message
+  id) at or after that time, acknowledged on publish before the seek was sent, that should reach the
+  subscription;
+- after a seek to a snapshot (the ok Snapshot of that name taken last before the seek was sent): every key
+  acknowledged on publish before the snapshot was taken, that should reach the subscription, and that no Ack
+  answered before the snapshot had confirmed on it.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Iterator
+
+from bench.chaos.checker_index import Index, Violation, narrowed, rfc3339_nanos
+from bench.chaos.history import OK, Seek, Snapshot, Subscription
+
+SEEK_WINDOW_MISSED = "seek-window-missed"
+
+
+class SeekWindows:
+    """What every seek on every subscription looks up: message ids by publish time, keys' first confirmed ack."""
+
+    def __init__(self, index: Index) -> None:
+        self.index = index
+        ordered = sorted(index.publish_times.items(), key=lambda item: item[1])
+        self.published_nanos = [nanos for _, nanos in ordered]
+        self.published_ids = [message_id for message_id, _ in ordered]
+
+    def missed(self, sub: Subscription, expected: set[str]) -> Iterator[Violation]:
+        first_confirmed = self._first_confirmed_by_key(sub.name)
+        for seek in self.index.seeks.get(sub.name, []):
+            if seek.outcome != OK:
+                continue
+            if seek.time:
+                yield from self._time_seek(sub, seek, expected)
+            elif seek.snapshot:
+                snapshot = self._snapshot_before(seek)
+                if snapshot is not None:
+                    yield from self._snapshot_seek(sub, seek, snapshot, expected, first_confirmed)
+
+    def _time_seek(self, sub: Subscription, seek: Seek, expected: set[str]) -> Iterator[Violation]:
+        target = rfc3339_nanos(seek.time)
+        if target is None:
+            return
+        keys = {self.index.message_keys[m] for m in self.published_ids[bisect_left(self.published_nanos, target) :]}
+        for key in sorted(keys & expected):
+            publish = self.index.publish_answer.get(key)
+            if publish is None or publish.t >= seek.t_sent or self._delivered_after(sub.name, key, seek.t):
+                continue
+            detail = f"{key}, published at or after {seek.time}, was not delivered again after the seek"
+            yield Violation(SEEK_WINDOW_MISSED, sub.name, key, detail, (narrowed(publish, key), seek))
+
+    def _snapshot_seek(
+        self, sub: Subscription, seek: Seek, snapshot: Snapshot, expected: set[str], first_confirmed: dict[str, float]
+    ) -> Iterator[Violation]:
+        for key in sorted(expected):
+            publish = self.index.publish_answer.get(key)
+            if publish is None or publish.t >= snapshot.t_sent:
+                continue
+            if first_confirmed.get(key, float("inf")) < snapshot.t_sent or self._delivered_after(sub.name, key, seek.t):
+                continue
+            detail = f"{key}, unacknowledged in snapshot {snapshot.name}, was not delivered again after the seek"
+            yield Violation(SEEK_WINDOW_MISSED, sub.name, key, detail, (narrowed(publish, key), snapshot, seek))
+
+    def _snapshot_before(self, seek: Seek) -> Snapshot | None:
+        taken = [s for s in self.index.snapshots.get(seek.snapshot, []) if s.t_sent < seek.t_sent]
+        return max(taken, key=lambda s: s.t_sent) if taken else None
+
+    def _delivered_after(self, sub: str, key: str, after: float) -> bool:
+        deliveries = self.index.by_key.get(sub, {}).get(key)
+        return bool(deliveries and deliveries[-1].t > after)
+
+    def _first_confirmed_by_key(self, sub: str) -> dict[str, float]:
+        """Per key, when the first Ack confirming one of its ack ids on ``sub`` answered."""
+        first: dict[str, float] = {}
+        for life in self.index.ack_ids.get(sub, {}).values():
+            if life.delivery is None or not life.confirms:
+                continue
+            key, answered = life.delivery.key, life.confirms[0].t
+            first[key] = min(first.get(key, answered), answered)
+        return first

@@ -1,0 +1,45 @@
+"""The fault run's plan, pure: which messages each subscription expects, what its create request holds, and
+how late an exactly-once acknowledgement may be accepted under skewed clocks."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.chaos import subscriptions as subs
+from bench.chaos.__main__ import skew_tolerance
+
+pytestmark = pytest.mark.unit
+
+BY_NAME = {s.name: s for s in subs.FULL}
+
+
+def test_filters_and_dead_letters_expect_their_share() -> None:
+    attrs = [subs.message_attributes(seq) for seq in range(400)]
+    assert sum(subs.wants(BY_NAME["filtered"], None, a) for a in attrs) == 100
+    assert sum(subs.wants(BY_NAME["doomed"], None, a) for a in attrs) == 20
+    graveyard = BY_NAME["graveyard"]
+    assert sum(subs.wants(graveyard, BY_NAME[graveyard.dead_letter_of], a) for a in attrs) == 20
+    assert all(subs.wants(BY_NAME["plain"], None, a) for a in attrs)
+
+
+def test_create_requests_carry_the_features() -> None:
+    doomed = BY_NAME["doomed"].request("p", "http://push")
+    assert doomed["deadLetterPolicy"] == {"deadLetterTopic": "projects/p/topics/graves",
+                                          "maxDeliveryAttempts": subs.MAX_DELIVERY_ATTEMPTS}
+    assert doomed["filter"] == 'attributes.doom = "1"'
+    assert BY_NAME["pushed"].request("p", "http://push/pushed")["pushConfig"] == {
+        "pushEndpoint": "http://push/pushed"}
+    assert BY_NAME["graveyard"].request("p", "")["topic"] == "projects/p/topics/graves"
+    assert BY_NAME["replay"].request("p", "")["retainAckedMessages"] is True
+
+
+def test_the_history_knows_each_subscriptions_rules() -> None:
+    assert BY_NAME["doomed"].spec().max_delivery_attempts == subs.MAX_DELIVERY_ATTEMPTS
+    assert BY_NAME["graveyard"].spec().dead_letter_of == "doomed"
+    assert BY_NAME["streamed"].spec().exactly_once and BY_NAME["streamed"].spec().edge == "grpc-stream"
+    assert BY_NAME["ordered"].spec().ordered and BY_NAME["replay"].spec().seeks
+
+
+def test_skewed_clocks_widen_the_tolerance_by_twice_the_largest_offset() -> None:
+    assert skew_tolerance(("kill",)) == 1.0
+    assert skew_tolerance(("skew",)) > 1.0
