@@ -23,7 +23,7 @@ import urllib3
 
 from bench.chaos.edges import Failed, Sink
 from bench.chaos.history import AMS, ERROR
-from bench.chaos.rest import failed_ack_ids, outcome_of
+from bench.chaos.rest import answer, failed_ack_ids, outcome_of
 
 PULL_TIMEOUT = 90.0
 CALL_TIMEOUT = 30.0
@@ -54,13 +54,7 @@ class AmsClient:
         except requests.RequestException as exc:
             self.session = self._session()  # the API restarted: new connections
             raise Failed(type(exc).__name__) from exc
-        if resp.status_code != 200:
-            try:
-                payload = resp.json()
-            except ValueError:
-                payload = resp.text[:200]
-            raise Failed(f"AMS HTTP {resp.status_code}", resp.status_code, payload)
-        return resp.json() if resp.content else {}
+        return answer(resp, "AMS HTTP")
 
     def publish(self, topic: str, messages: list[dict[str, Any]]) -> list[str]:
         """Publish REST-shaped messages (``data`` in base64) to ``topic`` (its id); their ids."""

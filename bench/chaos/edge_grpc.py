@@ -135,12 +135,44 @@ def ack_outcome(future: Any, ack_id: str, timeout: float = ACK_TIMEOUT) -> tuple
     return OK, set()
 
 
+class RetryWatch:
+    """The ack ids google-cloud-pubsub sent again after a transient error (exactly-once acks and nacks), seen by
+    wrapping its dispatcher's retry methods (private: without them, nothing is seen)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._ids: set[str] = set()
+
+    def watch(self, future: Any) -> None:
+        dispatcher = getattr(getattr(future, "_manager", None), "_dispatcher", None)
+        for name in ("_retry_acks", "_retry_modacks"):
+            original = getattr(dispatcher, name, None)
+            if original is not None:
+                setattr(dispatcher, name, self._wrap(original))
+
+    def _wrap(self, original: Any) -> Any:
+        def retry(requests_to_retry: list[Any]) -> Any:
+            with self._lock:
+                self._ids.update(r.ack_id for r in requests_to_retry)
+            return original(requests_to_retry)
+        return retry
+
+    def seen(self, ack_id: str) -> bool:
+        with self._lock:
+            return ack_id in self._ids
+
+
 class StreamingSubscriber:
     """StreamingPull on ``sub`` with google-cloud-pubsub's ``subscribe()``, reporting to ``sink``.
 
     Each message is acknowledged or nacked singly, as the sink decides. On an exactly-once subscription the
     acknowledge and the nack wait for the service's answer (``ack_with_response``). On a plain one Google's
     streaming protocol confirms nothing: the ack or nack is sent on the stream and its outcome is ``unknown``.
+
+    google-cloud-pubsub retries an exactly-once ack or nack that met a transient error (the API killed): a refusal
+    of the retry (INVALID_ACK_ID: "already acknowledged") does not mean that nothing happened, since the first
+    attempt may have been applied with its answer lost. The subscriber therefore watches the library's retries
+    (``RetryWatch``) and reports a refused ack id that was retried as ``unknown``.
 
     google-cloud-pubsub reopens the stream on UNAVAILABLE and the other transient errors (the API killed and
     restarted, or paused: the stream then stalls until it resumes). Should the library end the stream with an
@@ -155,6 +187,7 @@ class StreamingSubscriber:
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._future: Any = None
+        self.retried = RetryWatch()
         self._thread = threading.Thread(target=self._run, daemon=True, name=f"chaos-stream-{sub}")
 
     def start(self) -> None:
@@ -179,6 +212,7 @@ class StreamingSubscriber:
                     if self._stop.is_set():
                         return
                     self._future = client.subscribe(self.path, self._on_message, flow_control=self.flow)
+                    self.retried.watch(self._future)
                 self._future.result()
             except Exception as exc:  # the stream ended: anything but our own cancel is counted and reopened
                 if not self._stop.is_set():
@@ -206,6 +240,8 @@ class StreamingSubscriber:
         t_sent = self.sink.now()
         if self.exactly_once:
             outcome, refused = ack_outcome(message.ack_with_response(), message.ack_id)
+            if refused and self.retried.seen(message.ack_id):
+                outcome, refused = UNKNOWN, set()
         else:
             message.ack()
             outcome, refused = UNKNOWN, set()
@@ -215,7 +251,9 @@ class StreamingSubscriber:
         """Nack one message (a modify of its deadline to 0 s) and report the outcome."""
         t_sent = self.sink.now()
         if self.exactly_once:
-            outcome, _ = ack_outcome(message.nack_with_response(), message.ack_id)
+            outcome, refused = ack_outcome(message.nack_with_response(), message.ack_id)
+            if refused and self.retried.seen(message.ack_id):
+                outcome = UNKNOWN
         else:
             message.nack()
             outcome = UNKNOWN

@@ -37,13 +37,18 @@ class Client:
         except requests.RequestException as exc:
             self.session = requests.Session()  # the API restarted: new connections
             raise Failed(type(exc).__name__) from exc
-        if resp.status_code != 200:
-            try:
-                payload = resp.json()
-            except ValueError:
-                payload = resp.text[:200]
-            raise Failed(f"HTTP {resp.status_code}", resp.status_code, payload)
-        return resp.json() if resp.content else {}
+        return answer(resp)
+
+
+def answer(resp: requests.Response, dialect: str = "HTTP") -> Any:
+    """A 200's JSON body (``{}`` when empty); any other status raises ``Failed`` with the error body."""
+    if resp.status_code != 200:
+        try:
+            payload = resp.json()
+        except ValueError:
+            payload = resp.text[:200]
+        raise Failed(f"{dialect} {resp.status_code}", resp.status_code, payload)
+    return resp.json() if resp.content else {}
 
 
 def failed_ack_ids(error: Failed) -> set[str] | None:

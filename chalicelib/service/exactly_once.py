@@ -42,15 +42,17 @@ class ExactlyOnce:
 
     # -- pull -----------------------------------------------------------------------------------------
     def claim(self, rec: SubscriptionRecord, token: str, deliveries: list[Delivery]) -> Claimed:
-        """Lease each message, or each pack, for this delivery."""
-        now = self.ctx.clock()
-        deadline, expires = now + rec.spec.ack_deadline, int(now + rec.spec.retention_seconds)
+        """Lease each message, or each pack, for this delivery. Each lease's deadline counts from its own write,
+        not from the first: on a slow machine a pull's claims take a while, and the client's deadline starts no
+        earlier than the answer (docs/decisions/pull-leases.md)."""
         leases: dict[str, list[Delivery]] = defaultdict(list)
         for d in deliveries:
             leases["p" + d.pack if d.pack else d.message_id].append(d)
 
         def one(item: tuple[str, list[Delivery]]) -> tuple[str, set[int]]:
             mid, ds = item
+            now = self.ctx.clock()
+            deadline, expires = now + rec.spec.ack_deadline, int(now + rec.spec.retention_seconds)
             key = exact_key(rec.queue_gen, mid)
             if not ds[0].pack:
                 return self.ctx.exact.claim(rec.name, key, token, deadline, now, expires), set()

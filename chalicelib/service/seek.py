@@ -137,14 +137,25 @@ class SeekService:
     def _start_job(self, old: SubscriptionRecord, new: SubscriptionRecord, restore: Restore, now: float,
                    snapshot: str = "", backlog_key: str = "") -> SeekJob:
         """Record this seek as the subscription's (holding its lease while the call runs); a seek it replaces
-        stops at its next write, and the queue that seek was filling is deleted (unless it is in place)."""
+        stops at its next write, and the queue that seek was filling is deleted (unless it is in place), or,
+        if that seek had swapped its generation in already, the old queue it had not retired yet."""
         job = SeekJob(old.name, str(new.queue_gen), old.queue_gen, old.queue_url, new.queue_gen, new.queue_url,
                       restore.from_ms, restore.scan_from_ms, now, snapshot, backlog_key, updated=now,
                       lease_until=now + self.ctx.config.seek_lease_seconds)
         replaced = self.ctx.seek_jobs.start(job)
-        if replaced is not None and replaced.running and replaced.new_url and replaced.new_gen != old.queue_gen:
+        if replaced is None or not replaced.running:
+            return job
+        if replaced.new_url and replaced.new_gen != old.queue_gen:
             self.ctx.queues.delete(replaced.new_url)
             log.info("seek of %s replaces the running seek %s", old.name, replaced.seek_id)
+        elif replaced.new_gen == old.queue_gen and replaced.old_url and replaced.old_url != old.queue_url:
+            # The replaced seek swapped its generation in but did not delete the old queue yet (it died, or is
+            # still finishing): its record, the only one naming that queue, is gone now. Nothing in it is needed:
+            # a message published before this seek's time counts as acknowledged after it, and one published
+            # at or after it is in the topic's log, which this seek fills its new generation from.
+            self.ctx.queues.delete(replaced.old_url)
+            log.info("seek of %s retires generation %d, left by the seek %s", old.name, replaced.old_gen,
+                     replaced.seek_id)
         return job
 
     def _from_log(self, name: Name, old: SubscriptionRecord, restore: Restore, now: float, snapshot: str = "",

@@ -106,19 +106,22 @@ class SeekWorker:
 
     def resume_stalled(self) -> int:
         """The maintenance schedule's part: invoke the worker for every background seek whose worker died
-        (idle longer than a lease); a seek that died inside its API call failed for its caller and is ended."""
+        (idle longer than a lease), and for a seek that died inside its API call after swapping its generation
+        in (the worker finishes it: the messages published meanwhile, the old queue's late ones, retiring the
+        old queue); a seek that died inside its API call before the swap failed for its caller and is ended."""
         now, grace = self.ctx.clock(), self.ctx.config.seek_lease_seconds
         resumed = 0
         running = self.ctx.seek_jobs.running()
         stalled = [job for job in running if seek_jobs.stalled(job, now, grace)]
         _report(running, len(stalled), now)
         for job in stalled:
-            if job.background:
-                self.ctx.invoker.invoke(self.ctx.config.seek_function, worker_event(job))
-                resumed += 1
-                continue
-            rec = self.ctx.resources.get_subscription(names.parse(job.subscription, "subscriptions"))
-            self._end(job, FAILED, delete_fill=rec is None or rec.queue_gen != job.new_gen)
+            if not job.background:  # died in its API call: resumed only if it swapped (a seek in place never does)
+                rec = self.ctx.resources.get_subscription(names.parse(job.subscription, "subscriptions"))
+                if rec is None or rec.queue_gen != job.new_gen or job.new_gen == job.old_gen:
+                    self._end(job, FAILED, delete_fill=rec is None or rec.queue_gen != job.new_gen)
+                    continue
+            self.ctx.invoker.invoke(self.ctx.config.seek_function, worker_event(job))
+            resumed += 1
         return resumed
 
 

@@ -18,6 +18,7 @@ import pytest
 
 from chalicelib.api.parsing import acknowledge_request, publish_request, subscription_request
 from chalicelib.core import names
+from chalicelib.core.errors import MetroError
 from chalicelib.core.wire.models import Topic
 from chalicelib.core.wire.requests import PullRequest
 from chalicelib.runtime import Services
@@ -115,3 +116,25 @@ def test_a_fast_pull_changes_no_visibility(services: Services, one_clock: FakeCl
     assert services.ctx.queues.counts(url) == (0, 40)
     one_clock.advance(2)  # past the deadline: every lease ended, as Google's would
     assert services.ctx.queues.counts(url) == (40, 0)
+
+
+def test_each_exactly_once_lease_counts_its_deadline_from_its_own_claim(
+        services: Services, one_clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Claims that take a while (5 s each here, one after another): the last message's lease is not cut short by
+    the time the first claim took."""
+    sub, _ = _setup(services, "exactly-once", count=2)
+    claim: Callable[..., Any] = services.ctx.exact.claim
+
+    def slow_claim(*args: Any, **kwargs: Any) -> Any:
+        answer = claim(*args, **kwargs)
+        one_clock.advance(5)
+        return answer
+
+    monkeypatch.setattr(services.ctx.exact, "claim", slow_claim)
+    monkeypatch.setattr(services.ctx.exact, "each", lambda fn, items: [fn(i) for i in items])  # one after another
+    got = services.pull.pull(sub, PullRequest(2, True)).received
+    assert len(got) == 2
+    one_clock.advance(2)  # 12 s after the first claim, 7 s after the second: within the second's 10 s deadline
+    with pytest.raises(MetroError) as refused:
+        services.pull.acknowledge(sub, acknowledge_request({"ackIds": [m.ack_id for m in got]}))
+    assert got[0].ack_id in str(refused.value.details) and got[1].ack_id not in str(refused.value.details)

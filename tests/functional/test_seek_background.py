@@ -11,6 +11,7 @@ import pytest
 from chalicelib.core.errors import Unavailable
 from chalicelib.core.replay.seek_jobs import RUNNING, SUCCEEDED
 from chalicelib.runtime import Services
+from chalicelib.service.seek import SeekService
 from chalicelib.service.seek_worker import SeekWorker
 from chalicelib.store import aws
 from tests.functional.conftest import FakeClock
@@ -208,3 +209,70 @@ def test_a_seek_to_a_snapshot_continues_in_the_background(small: Services, clock
     assert run_worker(small)[-1] == SUCCEEDED
     assert status(small)["snapshot"] == snapshot_name().path
     assert sorted(data(pull(small))) == sorted(["unacked-1", "unacked-2", *later])
+
+
+class _Died(Exception):
+    """The seek's process ends right after the swap, before it deletes the old queue."""
+
+
+@pytest.fixture
+def inline(services: Services) -> Services:
+    """Publish fans out itself; the default inline limit, so each seek here completes inside its call."""
+    ctx = services.ctx
+    return Services.build(dataclasses.replace(ctx, config=dataclasses.replace(ctx.config, direct_fanout=True)))
+
+
+def crash_after_the_swap(svc: Services, clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> str:
+    """An inline seek that dies once between its swap and retiring the old queue; the old queue's url."""
+    published_and_acked(svc, clock)
+    old_url = svc.ctx.resources.require_subscription(SUB).queue_url
+    retire = SeekService._retire
+    calls: list[object] = []
+
+    def dies_once(self: SeekService, *args: Any) -> None:
+        calls.append(args)
+        if len(calls) == 1:
+            raise _Died
+        retire(self, *args)
+
+    monkeypatch.setattr(SeekService, "_retire", dies_once)
+    with pytest.raises(_Died):
+        svc.seek.seek_to_time(SUB, 0)
+    job = svc.ctx.seek_jobs.get(SUB.path)
+    assert job is not None and job.running and not job.background
+    assert svc.ctx.resources.require_subscription(SUB).queue_gen == job.new_gen  # it had swapped
+    assert old_url in queue_urls(svc)
+    return old_url
+
+
+def gone(svc: Services, url: str) -> bool:
+    sqs = aws.sqs(svc.ctx.config)
+    try:
+        sqs.get_queue_url(QueueName=url.rsplit("/", 1)[-1])
+    except sqs.exceptions.QueueDoesNotExist:
+        return url not in queue_urls(svc)
+    return False
+
+
+def test_a_later_seek_retires_the_old_queue_of_a_seek_that_died_after_its_swap(
+        inline: Services, clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    old_url = crash_after_the_swap(inline, clock, monkeypatch)
+    clock.advance(1)
+    second = inline.seek.seek_to_time(SUB, 0)
+    assert not second.background and second.restored == len(MESSAGES)
+    assert gone(inline, old_url)
+    assert status(inline)["state"] == SUCCEEDED
+    assert sorted(data(pull(inline))) == MESSAGES
+
+
+def test_maintenance_finishes_a_seek_call_that_died_after_its_swap(
+        inline: Services, clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    old_url = crash_after_the_swap(inline, clock, monkeypatch)
+    assert SeekWorker(inline.ctx).resume_stalled() == 0  # the call's lease is live: it may still be running
+    clock.advance(inline.ctx.config.seek_lease_seconds + 1)
+    assert SeekWorker(inline.ctx).resume_stalled() == 1  # resumed, not ended: it had swapped
+    assert run_worker(inline) == [SUCCEEDED]
+    assert gone(inline, old_url)
+    assert status(inline)["state"] == SUCCEEDED
+    # The call's cursor was not recorded before the swap: the worker fills again from the seek's time.
+    assert sorted(set(data(pull(inline)))) == MESSAGES
