@@ -181,6 +181,24 @@ def _show_chaos(doc: dict[str, Any]) -> None:
                   f"{history.get('violations_by_rule', history.get('summary', {}))}")
 
 
+@cli.command(name="check")
+def check_command(
+    history: Path = typer.Argument(OUT / "chaos-logs" / "history.jsonl", help="A fault run's recorded history."),
+    tolerance: float = typer.Option(skew_tolerance(tuple(ALL_FAULTS.split(","))),
+                                    help="Seconds an exactly-once acknowledgement may be late (skewed clocks)."),
+) -> None:
+    """Judge a recorded history again (after a change to the checker, or to study a failed run)."""
+    from bench.chaos.checker import check
+    from bench.chaos.history import read
+
+    report = check(read(history), skew_tolerance=tolerance).to_dict()
+    console.print_json(json.dumps({k: report[k] for k in ("passed", "drained", "not_judged", "violations_by_rule")}))
+    for group in report["violations"]:
+        for example in group["examples"][:3]:
+            console.print(f"{group['rule']} on {group['sub']}: {example['detail']}")
+    sys.exit(0 if report["passed"] else 1)
+
+
 @cli.command(name="soak")
 def soak_command(
     minutes: float = typer.Option(30.0, help="Minutes of steady load."),

@@ -21,8 +21,9 @@ Judged always:
 - ``dead-letter-count`` (dead-letter subscriptions): a delivery whose
   ``CloudPubSubDeadLetterSourceDeliveryCount`` is not its source's max delivery attempts (forwarded early or
   late);
-- ``over-delivered`` (dead-letter sources with N max delivery attempts): a message id delivered more than N
-  times, a delivery attempt above N, or a delivery without an attempt (0) although the policy is set;
+- ``over-delivered`` (dead-letter sources with N max delivery attempts): a delivery attempt above N, a delivery
+  without an attempt (0) although the policy is set, or more than N deliveries per queued copy of a message (the
+  copies a retried fan-out send makes count their attempts apart, as SQS counts receives per copy);
 - ``delivered-after-dead-letter`` (dead-letter sources): the source delivered a key after its dead-letter
   subscription had delivered it (matched by key: forwarding gives a new message id; keys stored twice by a
   retried publish are exempt, their other copy may still be live).
@@ -30,6 +31,7 @@ Judged always:
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 
 from bench.chaos.checker_index import CONFIRMED, IN_DOUBT, REFUSED, Index, Violation, filter_matches, narrowed
@@ -132,11 +134,16 @@ def dead_letter_count_rule(index: Index, sub: Subscription) -> Iterator[Violatio
 
 
 def over_delivered_rule(index: Index, sub: Subscription) -> Iterator[Violation]:
+    """Attempts count per queued copy: a message fanned out twice (a send retried after a lost answer) is two
+    copies, each delivered up to N times and each dead-lettered, which Google's "best effort" dead lettering
+    allows. What no copy may do is go past N: more deliveries than N per copy seen, or an attempt outside 1..N."""
     limit = sub.max_delivery_attempts
     for message_id, deliveries in index.by_message.get(sub.name, {}).items():
-        if len(deliveries) > limit:
-            detail = f"{message_id} was delivered {len(deliveries)} times, more than {limit} attempts"
-            yield Violation(OVER_DELIVERED, sub.name, message_id, detail, (deliveries[0], deliveries[limit]))
+        copies = max(Counter(d.attempt for d in deliveries).values())
+        if len(deliveries) > limit * copies:
+            detail = (f"{message_id} was delivered {len(deliveries)} times, more than {limit} attempts for each of "
+                      f"its {copies} queued copies")
+            yield Violation(OVER_DELIVERED, sub.name, message_id, detail, (deliveries[0], deliveries[-1]))
         for delivery in deliveries:
             if delivery.attempt > limit or delivery.attempt == 0:
                 detail = f"{message_id} was delivered with attempt {delivery.attempt} (the policy allows 1..{limit})"
