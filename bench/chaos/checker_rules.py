@@ -25,8 +25,8 @@ Judged always:
   without an attempt (0) although the policy is set, or more than N deliveries per queued copy of a message (the
   copies a retried fan-out send makes count their attempts apart, as SQS counts receives per copy);
 - ``delivered-after-dead-letter`` (dead-letter sources): the source delivered a key after its dead-letter
-  subscription had delivered it (matched by key: forwarding gives a new message id; keys stored twice by a
-  retried publish are exempt, their other copy may still be live).
+  subscription had delivered the forwards of every queued copy of it (matched by key: forwarding gives a new
+  message id; keys stored twice by a retried publish are exempt, their other message may still be live).
 """
 
 from __future__ import annotations
@@ -151,19 +151,25 @@ def over_delivered_rule(index: Index, sub: Subscription) -> Iterator[Violation]:
 
 
 def after_dead_letter_rule(index: Index, sub: Subscription) -> Iterator[Violation]:
-    forwarded = _first_dead_letter_deliveries(index, sub.name)
+    """A source delivery after every queued copy of its message was forwarded (each forward is a new message id
+    on the dead-letter topic; copies as over_delivered_rule counts them)."""
+    forwards = _dead_letter_deliveries(index, sub.name)
+    copies = {mid: max(Counter(d.attempt for d in ds).values())
+              for mid, ds in index.by_message.get(sub.name, {}).items()}
     for delivery in index.deliveries.get(sub.name, []):
-        dead_lettered = forwarded.get(delivery.key)
-        if dead_lettered is None or dead_lettered.t >= delivery.t or len(index.key_ids.get(delivery.key, ())) > 1:
+        if len(index.key_ids.get(delivery.key, ())) > 1:
+            continue  # a retried publish stored it twice: the other message may still be live
+        before = [d for d in forwards.get(delivery.key, []) if d.t < delivery.t]
+        if len({d.message_id for d in before}) < copies[delivery.message_id]:
             continue
-        detail = f"{delivery.message_id} ({delivery.key}) was delivered after {dead_lettered.sub} delivered it"
-        yield Violation(DELIVERED_AFTER_DEAD_LETTER, sub.name, delivery.message_id, detail, (dead_lettered, delivery))
+        detail = f"{delivery.message_id} ({delivery.key}) was delivered after {before[0].sub} delivered it"
+        yield Violation(DELIVERED_AFTER_DEAD_LETTER, sub.name, delivery.message_id, detail, (before[0], delivery))
 
 
-def _first_dead_letter_deliveries(index: Index, source: str) -> dict[str, Deliver]:
-    first: dict[str, Deliver] = {}
+def _dead_letter_deliveries(index: Index, source: str) -> dict[str, list[Deliver]]:
+    """Per key, every delivery of its forwarded copies on the source's dead-letter subscriptions, in time order."""
+    out: dict[str, list[Deliver]] = {}
     for name in index.dead_letter_subs.get(source, []):
         for key, deliveries in index.by_key.get(name, {}).items():
-            if key not in first or deliveries[0].t < first[key].t:
-                first[key] = deliveries[0]
-    return first
+            out.setdefault(key, []).extend(deliveries)
+    return {key: sorted(ds, key=lambda d: d.t) for key, ds in out.items()}

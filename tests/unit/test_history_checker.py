@@ -195,6 +195,11 @@ def test_a_source_delivering_a_dead_lettered_key_is_judged_by_key() -> None:
     assert check([*ops, dlv(9, "src", "a", 3, attempt=2)]).passed
     twice = [SOURCE, DEAD, pub(1, "a", outcome=UNKNOWN), pub(1.5, "a", ids=("m2-a",)), *ops[3:], late]
     assert found(check(twice), "delivered-after-dead-letter") == []
+    # two queued copies of m-a (attempt 1 twice): the first copy's forward does not end the second's attempts
+    copies = [*ops[:4], dlv(3, "src", "a", 2, attempt=1), *ops[4:], late]
+    assert found(check(copies), "delivered-after-dead-letter") == []
+    both = [*copies[:-1], *delivered_and_acked(11, "dead", "a", message_id="dl2-a", attributes={COUNT: "2"}), late]
+    assert found(check(both), "delivered-after-dead-letter") == [("src", "m-a")]  # both copies forwarded by then
 
 
 # --- order, filters -----------------------------------------------------------------------------------------
