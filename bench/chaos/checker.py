@@ -8,7 +8,8 @@ after a lost answer may store it twice, under two message ids. The rules, one na
 
 - delivery (checker_rules.py): ``lost``, ``stored-not-delivered`` and ``unsettled`` (judged only when the run
   drained), ``order``, ``filter-leak``;
-- dead letters (checker_rules.py): ``dead-letter-count``, ``over-delivered``, ``delivered-after-dead-letter``;
+- dead letters (checker_rules.py): ``dead-letter-count``, ``over-delivered``, ``delivered-after-dead-letter``
+  (reported, but it fails no run: Google's dead lettering is best effort, see ``BEST_EFFORT``);
 - exactly-once (checker_exactly.py): ``redelivered-after-ack``, ``stale-ack-accepted``,
   ``seek-replayed-outside``;
 - seeks (checker_seek.py): ``seek-window-missed`` (judged only when the run drained).
@@ -31,6 +32,7 @@ from typing import Any
 from bench.chaos.checker_exactly import EXACTLY_ONCE_RULES, redelivery_rules, stale_ack_rule
 from bench.chaos.checker_index import Index, Violation, build_index
 from bench.chaos.checker_rules import (
+    DELIVERED_AFTER_DEAD_LETTER,
     DELIVERY_RULES,
     DRAINED_RULES,
     after_dead_letter_rule,
@@ -47,6 +49,10 @@ from bench.chaos.history import Op, Subscription
 __all__ = ["MAX_EXAMPLES", "RULES", "Report", "SubStats", "Violation", "check"]
 
 MAX_EXAMPLES = 10
+# Reported with their evidence but not failing a run: what Google documents as best effort. A dead-lettered
+# message whose removal from its source was lost comes back there and is forwarded again (Google: dead
+# lettering "is done on a best effort basis", "the same message might be dead lettered multiple times").
+BEST_EFFORT = (DELIVERED_AFTER_DEAD_LETTER,)
 NOT_JUDGED_UNLESS_DRAINED = (*DRAINED_RULES, SEEK_WINDOW_MISSED)
 RULES = (*DELIVERY_RULES, *EXACTLY_ONCE_RULES, SEEK_WINDOW_MISSED)
 
@@ -59,7 +65,7 @@ class Report:
 
     @property
     def passed(self) -> bool:
-        return not self.violations
+        return all(v.rule in BEST_EFFORT for v in self.violations)
 
     @property
     def not_judged(self) -> tuple[str, ...]:
@@ -71,6 +77,7 @@ class Report:
     def to_dict(self) -> dict[str, Any]:
         return {
             "passed": self.passed,
+            "best_effort_rules": list(BEST_EFFORT),
             "drained": self.drained,
             "not_judged": list(self.not_judged),
             "violations_by_rule": self.by_rule(),

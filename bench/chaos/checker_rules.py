@@ -18,9 +18,9 @@ Judged always:
   with a higher sequence had already been delivered for the first time. Redeliveries never count;
 - ``filter-leak``: a filtered subscription delivered a key whose published attributes (the delivery's own when
   no publish of the key was recorded) do not match its filter;
-- ``dead-letter-count`` (dead-letter subscriptions): a delivery whose
-  ``CloudPubSubDeadLetterSourceDeliveryCount`` is not its source's max delivery attempts (forwarded early or
-  late);
+- ``dead-letter-count`` (dead-letter subscriptions): a message's first forward whose
+  ``CloudPubSubDeadLetterSourceDeliveryCount`` is not its source's max delivery attempts, or any forward below
+  it (forwarded early); a later forward (its removal from the source lost) may count more;
 - ``over-delivered`` (dead-letter sources with N max delivery attempts): a delivery attempt above N, a delivery
   without an attempt (0) although the policy is set, or more than N deliveries per queued copy of a message (the
   copies a retried fan-out send makes count their attempts apart, as SQS counts receives per copy);
@@ -122,14 +122,19 @@ def filter_rule(index: Index, sub: Subscription) -> Iterator[Violation]:
 
 
 def dead_letter_count_rule(index: Index, sub: Subscription) -> Iterator[Violation]:
+    """The first forward of a message must say N deliveries, and no forward fewer (forwarded early). A later
+    forward may say more: a forward whose removal from the source was lost is forwarded again at the next
+    receive, as Google allows ("the same message might be dead lettered multiple times")."""
     source = index.subs.get(sub.dead_letter_of)
     if source is None or source.max_delivery_attempts <= 0:
         return
-    wanted = str(source.max_delivery_attempts)
-    for delivery in index.deliveries.get(sub.name, []):
-        count = delivery.attributes.get(DELIVERY_COUNT_ATTRIBUTE)
-        if count != wanted:
-            detail = f"{delivery.key} was forwarded after {count} deliveries on {source.name}, not {wanted}"
+    limit, first_seen = source.max_delivery_attempts, set()
+    for delivery in sorted(index.deliveries.get(sub.name, []), key=lambda d: d.t):
+        count = delivery.attributes.get(DELIVERY_COUNT_ATTRIBUTE, "")
+        first = delivery.key not in first_seen
+        first_seen.add(delivery.key)
+        if not count.isdigit() or int(count) < limit or (first and int(count) != limit):
+            detail = f"{delivery.key} was forwarded after {count or 'no'} deliveries on {source.name}, not {limit}"
             yield Violation(DEAD_LETTER_COUNT, sub.name, delivery.key, detail, (delivery,))
 
 

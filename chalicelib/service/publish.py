@@ -9,8 +9,10 @@ Direct fan-out (the default, for topics of up to METRO_DIRECT_FANOUT_MAX_SUBSCRI
 subscriptions): the S3 PutObject (if any) and the consistent Query for the topic's subscriptions run
 concurrently, then every subscription queue gets its messages (all batches at once), then the log item
 is written marked ``fanned``. When an enqueue fails, the item is written
-unmarked and the stream's fan-out handler delivers the request (duplicates, never a loss). With
-direct fan-out off, publish only stores and logs, and the stream does all fan-out.
+unmarked and the stream's fan-out handler delivers the request (duplicates, never a loss), except when
+it failed for an ordered subscription and the request has ordering keys: the stream would enqueue it
+after later publishes of the same keys, so the publish fails (UNAVAILABLE) without its log item and the
+client retries it. With direct fan-out off, publish only stores and logs, and the stream does all fan-out.
 
 The publish is acknowledged only after the object (if any) and the log item are stored. A crash before
 the log item is written leaves an object no log item points at, and possibly messages already
@@ -24,7 +26,7 @@ import logging
 from collections.abc import Sequence
 
 from chalicelib.core import ids, limits, live, payload
-from chalicelib.core.errors import MetroError
+from chalicelib.core.errors import MetroError, Unavailable
 from chalicelib.core.log_keys import log_shard
 from chalicelib.core.names import Name
 from chalicelib.core.records import LogEntry
@@ -124,7 +126,7 @@ class PublishService:
         subs = self.ctx.resources.start_topic_subscriptions(entry.topic)
         placed = self._placed(entry, blob, stored, streamed=False)
         self.ctx.log.put_object(placed, blob)  # nothing for a request its log item holds
-        fanned = False
+        fanned, keyed = False, any(m.ordering_key for m in stored)
         try:
             live = subs.result()
             if len(live) > self.ctx.config.direct_fanout_max_subscriptions:
@@ -136,8 +138,15 @@ class PublishService:
             fanned = not failed
             if failed:
                 log.warning("publish %s: enqueue failed for %s; the stream fans it out", entry.request_id, failed)
+            ordered_failed = keyed and any(s.spec.enable_message_ordering for s in live if s.name in failed)
         except MetroError as exc:
             log.warning("publish %s: direct fan-out failed (%s); the stream fans it out", entry.request_id, exc)
+            ordered_failed = keyed
+        if ordered_failed:
+            # The stream would enqueue these messages after the next publish of their ordering keys, out of
+            # order. Unanswered, the publish is retried by the client (Google's clients hold the key meanwhile),
+            # as after a crash before the log item: messages already sent elsewhere come twice, none is lost.
+            raise Unavailable("Enqueueing for an ordered subscription failed; retry the publish.")
         self.ctx.log.put_entry(dataclasses.replace(placed, fanned=fanned))
 
     def _log_for_stream(self, entry: LogEntry, placed: LogEntry, blob: bytes,

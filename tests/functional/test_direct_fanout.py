@@ -110,3 +110,32 @@ def test_a_wide_topic_is_left_to_the_stream(direct: Services) -> None:
     assert pull(direct, 10) == []
     assert FanOut(direct.ctx).handle(stream_event(direct)) == {"batchItemFailures": []}
     assert sorted(m["message"]["messageId"] for m in pull(direct, 10)) == sorted(ids)
+
+
+def test_a_failed_enqueue_for_an_ordered_subscription_fails_a_keyed_publish(
+        direct: Services, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Left to the stream, the keyed messages would reach the ordered queue after the key's next publish (the
+    fault run saw it): the publish fails instead, logs nothing, and the client's retry keeps the order."""
+    from chalicelib.core.errors import Unavailable
+
+    direct.admin.create_subscription(sub("sub-o"), subscription_request(
+        {"topic": topic().path, "enableMessageOrdering": True}, sub("sub-o")))
+    ordered_url = direct.ctx.resources.get_subscription(sub("sub-o")).queue_url  # type: ignore[union-attr]
+    real = direct.ctx.queues.send_all
+
+    def ordered_down(jobs: Any) -> list[SendResult]:
+        return [SendResult(failed=list(range(len(msgs)))) if url == ordered_url else real([(url, msgs)])[0]
+                for url, msgs in jobs]
+
+    monkeypatch.setattr(direct.ctx.queues, "send_all", ordered_down)
+    keyed = [{"data": "eA==", "orderingKey": "k1"}, {"data": "eQ==", "orderingKey": "k1"}]
+    with pytest.raises(Unavailable):
+        direct.publish.publish(topic(), publish_request({"messages": keyed}))
+    assert stream_entries(direct) == []  # nothing the stream could enqueue later
+    ids = publish(direct, 2)  # no ordering key: the stream may fan it out later, as before
+    (entry,) = stream_entries(direct)
+    assert not entry.fanned and entry.count == len(ids)
+    monkeypatch.undo()
+    retried = direct.publish.publish(topic(), publish_request({"messages": keyed})).message_ids
+    got = direct.pull.pull(sub("sub-o"), PullRequest(10, True)).to_wire()["receivedMessages"]
+    assert [m["message"]["messageId"] for m in got] == list(retried)
