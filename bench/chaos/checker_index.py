@@ -125,6 +125,18 @@ class AckIdLife:
         ends = [self.delivery.t + ack_deadline, *(m.t + m.seconds for m in self.extensions)]
         return max(ends)
 
+    def current_lease_end(self, ack_deadline: float) -> float:
+        """When the lease surely ended: a confirmed modifyAckDeadline sets the deadline from its own time, and
+        may shorten it (Google's semantics), so the last confirmed one decides; one in doubt after it may have
+        moved it later. ``lease_end`` is the conservative bound the stale-ack rule uses instead."""
+        assert self.delivery is not None
+        modacks = sorted(self.extensions, key=lambda m: m.t_sent)
+        confirmed = [m for m in modacks if m.outcome == OK]
+        base = confirmed[-1].t + confirmed[-1].seconds if confirmed else self.delivery.t + ack_deadline
+        since = confirmed[-1].t_sent if confirmed else float("-inf")
+        after = [m.t + m.seconds for m in modacks if m.outcome != OK and m.t_sent > since]
+        return max([base, *after])
+
 
 @dataclass
 class Index:

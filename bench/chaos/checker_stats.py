@@ -13,7 +13,9 @@ Each duplicate gets the first cause that fits, looking at the earlier deliveries
 - ``expired``: an earlier delivery's lease (ack deadline and extensions) ended with no Ack sent for it, before
   this delivery (within the skew tolerance);
 - ``after-ack``: an earlier delivery's ack had been confirmed before (an at-least-once redelivery);
-- ``unexplained``: none of these.
+- ``copy``: none of these, so the earlier delivery of the same message was still held, unacknowledged, when
+  this one came: a second copy of it was in the queue (a fan-out send repeated after a lost answer, a publish
+  fanned out both directly and by the stream, or a standard queue's own occasional second copy).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import Any
 from bench.chaos.checker_index import CONFIRMED, IN_DOUBT, REFUSED, AckIdLife, Index
 from bench.chaos.history import Ack, Deliver, Subscription
 
-CAUSES = ("publish-retry", "seek", "nack", "ack-lost", "expired", "after-ack", "unexplained")
+CAUSES = ("publish-retry", "seek", "nack", "ack-lost", "expired", "after-ack", "copy")
 NEVER = float("inf")
 
 
@@ -91,7 +93,7 @@ def _cause(index: Index, sub: str, delivery: Deliver, seen: _EarlierDeliveries, 
         ("expired", seen.expired <= now + skew_tolerance),
         ("after-ack", seen.acked < now),
     )
-    return next((name for name, holds in reasons if holds), "unexplained")
+    return next((name for name, holds in reasons if holds), "copy")
 
 
 def _remember(seen: _EarlierDeliveries, delivery: Deliver, life: AckIdLife, ack_deadline: float) -> None:
@@ -99,6 +101,6 @@ def _remember(seen: _EarlierDeliveries, delivery: Deliver, life: AckIdLife, ack_
     seen.nacked = min([seen.nacked, *(m.t_sent for m in life.nacks)])
     seen.ack_lost = min([seen.ack_lost, *(a.t_sent for a in (*life.refusals, *life.doubts) if isinstance(a, Ack))])
     seen.acked = min([seen.acked, *(a.t_sent for a in life.confirms)])
-    lease_end = life.lease_end(ack_deadline)
+    lease_end = life.current_lease_end(ack_deadline)
     if life.first_ack_sent >= lease_end:
         seen.expired = min(seen.expired, lease_end)

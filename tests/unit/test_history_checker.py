@@ -353,8 +353,8 @@ def test_drained_rules_are_not_judged_unless_the_run_drained() -> None:
         ("expired", [], dlv(12.5, "plain", "a", 2)),
         ("expired", [ack(13, "plain", aid("plain", "a"), sent=12.5)], dlv(12.5, "plain", "a", 2)),
         ("after-ack", [ack(2.5, "plain", aid("plain", "a"))], dlv(3, "plain", "a", 2)),
-        ("unexplained", [], dlv(3, "plain", "a", 2)),
-        ("unexplained", [modack(2.5, "plain", aid("plain", "a"), seconds=30)], dlv(20, "plain", "a", 2)),
+        ("copy", [], dlv(3, "plain", "a", 2)),  # the first still held: a second queued copy
+        ("copy", [modack(2.5, "plain", aid("plain", "a"), seconds=30)], dlv(20, "plain", "a", 2)),
     ],
 )
 def test_each_duplicate_gets_its_cause(cause: str, between: list[Op], second: Deliver) -> None:
@@ -433,3 +433,10 @@ def test_publish_times_keep_nanoseconds() -> None:
     assert earlier is not None and later is not None and earlier < later
     assert rfc3339_nanos("2026-01-01T01:00:00+01:00") == rfc3339_nanos("2026-01-01T00:00:00Z")
     assert rfc3339_nanos("yesterday") is None
+
+
+def test_a_shortened_deadline_that_passed_explains_a_redelivery_as_expired() -> None:
+    shortened = [dlv(2, "plain", "a", 1), modack(2.5, "plain", aid("plain", "a", 1), seconds=1),
+                 dlv(5, "plain", "a", 2)]
+    report = check([PLAIN, pub(1, "a"), *shortened])
+    assert report.stats["plain"].duplicate_causes["expired"] == 1  # its 10 s deadline was cut to 1 s at 2.5
