@@ -58,35 +58,40 @@ def _emulator(stack: LocalStack, service: Literal["sqs", "dynamodb"]) -> Any:
 
 
 def queue_depths(stack: LocalStack) -> dict[str, int]:
-    """Messages waiting or in flight in each of the emulator's SQS queues, by queue URL."""
+    """Messages waiting or in flight in each of the emulator's SQS queues, by queue name."""
     sqs = _emulator(stack, "sqs")
     out = {}
     for url in sqs.list_queues().get("QueueUrls", []):
         attrs = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=[
             "ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"])["Attributes"]
-        out[url] = sum(int(v) for v in attrs.values())
+        out[_queue_name(url)] = sum(int(v) for v in attrs.values())
     return out
 
 
+def _queue_name(url: str) -> str:
+    """A queue URL's last part: the records hold the URL the API saw (through its proxy, another host and port)."""
+    return url.rsplit("/", 1)[-1]
+
+
 def subscription_queues(stack: LocalStack) -> set[str]:
-    """The queue URLs the subscriptions' records name (their current generations)."""
+    """The names of the queues the subscriptions' records name (their current generations)."""
     table = _emulator(stack, "dynamodb")
-    urls: set[str] = set()
+    names: set[str] = set()
     for page in table.get_paginator("scan").paginate(TableName="metro-resources", ProjectionExpression="queue_url"):
-        urls.update(item["queue_url"]["S"] for item in page["Items"] if "queue_url" in item)
-    return urls
+        names.update(_queue_name(item["queue_url"]["S"]) for item in page["Items"] if "queue_url" in item)
+    return names
 
 
 def backlog(stack: LocalStack) -> int:
     """Messages left in the subscriptions' queues, waiting or in flight (the subscriptions' backlog)."""
     live = subscription_queues(stack)
-    return sum(n for url, n in queue_depths(stack).items() if url in live)
+    return sum(n for name, n in queue_depths(stack).items() if name in live)
 
 
 def orphaned_queues(stack: LocalStack) -> dict[str, int]:
     """Queues no subscription names (a queue generation a seek or a delete left behind), with their depth."""
     live = subscription_queues(stack)
-    return {url.rsplit("/", 1)[-1]: n for url, n in queue_depths(stack).items() if url not in live}
+    return {name: n for name, n in queue_depths(stack).items() if name not in live}
 
 
 def crash_points(logs: list[Path]) -> dict[str, int]:

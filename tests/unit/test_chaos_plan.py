@@ -43,3 +43,31 @@ def test_the_history_knows_each_subscriptions_rules() -> None:
 def test_skewed_clocks_widen_the_tolerance_by_twice_the_largest_offset() -> None:
     assert skew_tolerance(("kill",)) == 1.0
     assert skew_tolerance(("skew",)) > 1.0
+
+
+class _FakeSqs:
+    def list_queues(self) -> dict[str, list[str]]:
+        return {"QueueUrls": ["http://127.0.0.1:5000/123456789012/metro-a-1", "http://127.0.0.1:5000/123456789012/metro-a-0"]}
+
+    def get_queue_attributes(self, QueueUrl: str, AttributeNames: list[str]) -> dict[str, dict[str, str]]:
+        waiting = "3" if QueueUrl.endswith("-1") else "2"
+        return {"Attributes": {"ApproximateNumberOfMessages": waiting, "ApproximateNumberOfMessagesNotVisible": "1"}}
+
+
+class _FakeTable:
+    def get_paginator(self, _: str) -> _FakeTable:
+        return self
+
+    def paginate(self, **_: object) -> list[dict[str, list[dict[str, dict[str, str]]]]]:
+        # the API reached the emulator through its proxy: the record's URL has the proxy's port
+        return [{"Items": [{"queue_url": {"S": "http://127.0.0.1:6000/123456789012/metro-a-1"}}, {}]}]
+
+
+def test_the_backlog_counts_the_subscriptions_queues_whatever_host_their_records_name(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from bench.chaos import faultrun
+
+    monkeypatch.setattr(faultrun, "_emulator", lambda _stack, service: _FakeSqs() if service == "sqs" else _FakeTable())
+    stack = object()
+    assert faultrun.backlog(stack) == 4  # type: ignore[arg-type]
+    assert faultrun.orphaned_queues(stack) == {"metro-a-0": 3}  # type: ignore[arg-type]
