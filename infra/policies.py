@@ -53,7 +53,7 @@ TABLE_ACTIONS: dict[str, tuple[list[str], list[str], list[str]]] = {
     "seek_worker": (["ConditionCheckItem", "GetItem", "PutItem", "UpdateItem"], ["Query"], []),
     "transform": ([], [], []),
     "export": (["GetItem", "PutItem", "Query", "UpdateItem"], ["PutItem"], ["BatchGetItem", "BatchWriteItem"]),
-    "ingest": (["GetItem", "Query"], ["GetItem", "PutItem"], ["GetItem", "Query", "UpdateItem"]),
+    "ingest": (["GetItem", "Query", "UpdateItem"], ["GetItem", "PutItem"], ["GetItem", "Query", "UpdateItem"]),
 }
 # The messages table's sparse index of the log items not fanned out yet (infra/resources.json), which the
 # maintenance run's fan-out catch-up reads (store/log.py).

@@ -14,7 +14,7 @@ import fastavro
 import pytest
 
 from chalicelib.api.parsing import topic_request, update_topic_request
-from chalicelib.core import ingestion, names
+from chalicelib.core import ingestion, live, names
 from chalicelib.core.errors import InvalidArgument, PermissionDenied
 from chalicelib.core.timefmt import format_timestamp_us
 from chalicelib.core.wire.models import Subscription
@@ -136,6 +136,18 @@ def test_deployed_tenancy_allows_only_listed_sources(services: Services, stream:
 
 
 # -- Kinesis ---------------------------------------------------------------------------------------------------------
+def test_imported_messages_count_in_the_live_counters_with_the_ingest_role(kinesis_topic: Services, stream: str,
+                                                                          clock: FakeClock) -> None:
+    """An import publishes like any publisher: its tally flushes into the resources table, with the ingest
+    function's role when the flush interval has passed during its batch (infra/policies.py grants it)."""
+    put(kinesis_topic, b"a")
+    assert handle(kinesis_topic, read_event(kinesis_topic, stream))["published"] == 1
+    clock.advance(kinesis_topic.ctx.config.counter_flush_seconds + 1)
+    put(kinesis_topic, b"b")
+    assert handle(kinesis_topic, read_event(kinesis_topic, stream))["published"] == 1  # its tally flushes now
+    assert kinesis_topic.ctx.counters.read(topic())[live.PUBLISHED] == 2
+
+
 def test_every_record_once_when_a_batch_comes_twice(kinesis_topic: Services, stream: str) -> None:
     put(kinesis_topic, b"a", b"b", b"c")
     event = read_event(kinesis_topic, stream)
