@@ -169,8 +169,8 @@ def test_a_dead_letter_delivery_count_must_be_the_max_attempts() -> None:
     report = check([*ops, *early, DRAINED])
     assert found(report, "dead-letter-count") == [("dead", "a")]
     assert shows(report, "dead-letter-count", early[0])
-    late = forwarded(10, "a", count="3")
-    assert found(check([*ops, *late, DRAINED]), "dead-letter-count") == [("dead", "a")]
+    late = check([*ops, *forwarded(10, "a", count="3"), DRAINED])
+    assert found(late, "dead-letter-late") == [("dead", "a")] and late.passed  # best effort, as Google has it
     # forwarded at its 2nd delivery, then again after the removal from the source was lost: allowed
     again = delivered_and_acked(20, "dead", "a", 2, message_id="dl2-a", attributes={COUNT: "3"})
     assert check([*ops, *forwarded(10, "a"), *again, DRAINED]).passed
@@ -414,7 +414,7 @@ def test_a_history_judged_after_a_json_round_trip_gets_the_same_report() -> None
         seek(4, "ex", time=rfc(0)),
         dlv(5, "ex", "k1", 2),
         *nacked_twice("k1"),
-        *forwarded(10, "k1", count="3"),
+        *forwarded(10, "k1", count="1"),
         Snapshot(t_sent=6, t=6.1, sub="ex", name="s", outcome=OK),
         DRAINED,
     ]
