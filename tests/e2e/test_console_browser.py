@@ -313,6 +313,7 @@ def test_keys_mode_users_and_acls(driver: webdriver.Chrome, keys_stack: RunningS
     page.row("users-table", "data-user", "console-ops")
     page.choose("acl-resource", f"projects/{KEYS_PROJECT}/topics/orders")
     page.click("acl-load")
+    page.wait_text("notice", "Loaded the ACL of orders")  # its answer fills the field: type after it
     page.type("acl-users", "console-ops")
     page.click("acl-save")
     page.wait_text("notice", "Replaced the ACL of orders")

@@ -591,6 +591,7 @@
   async function loadAcl() {
     const answer = await api("GET", `${aclPath()}:acl`);
     $("acl-users").value = (answer.authorized_users || []).join(", ");
+    notice(`Loaded the ACL of ${short($("acl-resource").value)}`);
   }
 
   async function saveAcl() {
