@@ -22,7 +22,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from bench.chaos import faultrun, soak
-from bench.chaos.nemesis import Nemesis
+from bench.chaos.nemesis import KINDS, Nemesis
 from bench.chaos.procs import LocalStack
 from bench.chaos.traffic import Plan, Traffic
 from bench.run import machine
@@ -59,7 +59,7 @@ def _write(doc: dict[str, Any], name: str, record: bool) -> Path:
     return path
 
 
-ALL_FAULTS = "kill,pause,partition,skew,torn"
+ALL_FAULTS = ",".join((*KINDS, "torn"))  # the nemesis's kinds, and the torn writes the processes inflict
 
 
 @cli.command()

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from bench.chaos import history as h
 from bench.chaos.ledger import EXACTLY_ONCE
-from bench.chaos.rest import Client, Failed, failed_ack_ids
+from bench.chaos.rest import Client, Failed, failed_ack_ids, outcome_of
 from bench.chaos.subscriptions import TOPIC, Sub
 
 if TYPE_CHECKING:
@@ -87,8 +87,7 @@ class RestPuller:
         except Failed as exc:
             error, refused = exc, tuple(sorted(failed_ack_ids(exc) or ()))
             self.traffic.error(f"modack: {exc.kind}")
-        self.traffic.modacked(self.sub.name, h.REST, ack_ids, seconds, t_sent, h.OK if error is None else error.outcome,
-                              refused)
+        self.traffic.modacked(self.sub.name, h.REST, ack_ids, seconds, t_sent, outcome_of(error), refused)
 
     def _acknowledge(self, acks: dict[str, tuple[str, str]]) -> None:
         """Acknowledge, retrying through an API restart while the ack ids may still be valid; every attempt goes
