@@ -9,7 +9,9 @@ Judged only when the run drained (the history ends with End(drained=True)):
   delivered somewhere, so stored, that should reach a subscription and was never delivered on it (keys
   acknowledged on publish are ``lost`` instead, never both);
 - ``unsettled``: a key delivered on a subscription where nothing settled it: none of its ack ids confirmed,
-  in doubt or refused. On a dead-letter source (where everything is nacked) settled means it reached the
+  in doubt or refused.
+- neither ``lost`` nor ``unsettled`` counts a key a seek to a time may have acknowledged (``seek_acked``,
+  checker_seek.py). On a dead-letter source (where everything is nacked) settled means it reached the
   dead-letter subscription.
 
 Judged always:
@@ -48,9 +50,10 @@ DELIVERY_COUNT_ATTRIBUTE = "CloudPubSubDeadLetterSourceDeliveryCount"
 SETTLED = (CONFIRMED, IN_DOUBT, REFUSED)
 
 
-def drained_rules(index: Index, sub: Subscription, expected: set[str]) -> Iterator[Violation]:
+def drained_rules(index: Index, sub: Subscription, expected: set[str],
+                  seek_acked: frozenset[str] = frozenset()) -> Iterator[Violation]:
     delivered = index.by_key.get(sub.name, {})
-    for key in sorted(expected - delivered.keys()):
+    for key in sorted(expected - delivered.keys() - seek_acked):
         publish = index.publish_answer.get(key)
         if publish is not None:
             detail = f"{key} was acknowledged on publish and should reach {sub.name}, which never delivered it"
@@ -61,16 +64,16 @@ def drained_rules(index: Index, sub: Subscription, expected: set[str]) -> Iterat
             first = index.first_publish.get(key)
             shown: tuple[Op, ...] = (stored, *([narrowed(first, key)] if first else []))
             yield Violation(STORED_NOT_DELIVERED, sub.name, key, detail, shown)
-    yield from _unsettled(index, sub)
+    yield from _unsettled(index, sub, seek_acked)
 
 
-def _unsettled(index: Index, sub: Subscription) -> Iterator[Violation]:
+def _unsettled(index: Index, sub: Subscription, seek_acked: frozenset[str]) -> Iterator[Violation]:
     if sub.max_delivery_attempts > 0:
         yield from _not_dead_lettered(index, sub)
         return
     lives = index.ack_ids.get(sub.name, {})
     for key, deliveries in index.by_key.get(sub.name, {}).items():
-        if not any(lives[d.ack_id].status in SETTLED for d in deliveries):
+        if key not in seek_acked and not any(lives[d.ack_id].status in SETTLED for d in deliveries):
             detail = f"{key} was delivered {len(deliveries)} time(s) on {sub.name} and no ack settled it"
             yield Violation(UNSETTLED, sub.name, key, detail, tuple(deliveries[:5]))
 

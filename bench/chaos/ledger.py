@@ -12,6 +12,10 @@ Per subscription:
   refused as expired or already acknowledged, and that were not acknowledged later: acknowledged or not,
   the subscriber cannot tell; the fault run reports them, and the subscription's backlog after the drain
   says whether any of them are still there;
+- **acked by seek**: keys a seek to a time may have acknowledged, neither delivered nor acknowledged by the
+  subscriber since: Google's seek marks every message published before that time acknowledged, delivered or
+  not. A key counts when its publish time (the latest of its deliveries anywhere) is before the seek's time
+  and its first publish was sent before the seek answered (ok or unknown); such keys are owed nothing more;
 - **duplicates**: deliveries beyond the first of each key (at-least-once allows them; counted);
 - **after_ack**: deliveries of a message id whose acknowledgement had already been confirmed (0 on an
   exactly-once subscription: Google's guarantee);
@@ -25,6 +29,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+from bench.chaos.checker_index import rfc3339_nanos
 
 PULL, ORDERED, EXACTLY_ONCE, PUSH = "pull", "ordered", "exactly-once", "push"
 MAX_EXAMPLES = 10
@@ -46,6 +52,8 @@ class SubscriptionBook:
     examples: list[str] = field(default_factory=list)  # the first few order violations, for the report
     filter: dict[str, str] = field(default_factory=dict)  # attribute equalities: the keys this book expects
     expected: set[str] = field(default_factory=set)  # the published keys its filter matches (when it has one)
+    time_seeks: list[tuple[int, float]] = field(default_factory=list)  # (target ns, answered) of seeks to a time
+    seek_acked: set[str] = field(default_factory=set)  # keys a seek to a time may have acknowledged
 
 
 @dataclass
@@ -61,6 +69,7 @@ class SubscriptionVerdict:
     after_ack: int
     order_violations: int
     examples: list[str]
+    acked_by_seek: int = 0
 
     @property
     def passed(self) -> bool:
@@ -78,10 +87,17 @@ class Ledger:
                       for name, kind in subscriptions.items()}
         self.published: set[str] = set()
         self.publish_calls = 0
+        self.first_sent: dict[str, float] = {}  # key -> when its first publish was sent (harness seconds)
+        self.publish_nanos: dict[str, int] = {}  # key -> its latest publish time seen on a delivery
 
-    def publish_acknowledged(self, keys: list[str], attributes: list[dict[str, str]] | None = None) -> None:
+    def publish_acknowledged(self, keys: list[str], attributes: list[dict[str, str]] | None = None,
+                             sent: float = 0.0) -> None:
+        """``sent``: when the first attempt of this publish went out."""
         self.publish_calls += 1
         self.published.update(keys)
+        for key in keys:
+            self.first_sent.setdefault(key, sent)
+            self._settle_by_seeks(key)
         for book in self.books.values():
             if book.filter:
                 book.expected.update(key for key, attrs in zip(keys, attributes or [{}] * len(keys), strict=True)
@@ -90,7 +106,37 @@ class Ledger:
     def _expected(self, book: SubscriptionBook) -> set[str]:
         return book.expected if book.filter else self.published
 
-    def delivered(self, sub: str, message_id: str, key: str, ordering_key: str = "", seq: int = 0) -> None:
+    def seeked_to_time(self, sub: str, time: str, answered: float) -> None:
+        """A seek of ``sub`` to ``time`` (RFC 3339) answered ok or unknown at ``answered``."""
+        target = rfc3339_nanos(time)
+        book = self.books.get(sub)
+        if target is None or book is None:
+            return
+        book.time_seeks.append((target, answered))
+        for key in self.first_sent:
+            self._settle(book, key)
+
+    def _settle_by_seeks(self, key: str) -> None:
+        for book in self.books.values():
+            if book.time_seeks:
+                self._settle(book, key)
+
+    def _settle(self, book: SubscriptionBook, key: str) -> None:
+        nanos, sent = self.publish_nanos.get(key), self.first_sent.get(key)
+        if nanos is not None and sent is not None and any(nanos < target and sent < answered
+                                                           for target, answered in book.time_seeks):
+            book.seek_acked.add(key)
+            book.settled.add(key)
+        else:
+            book.seek_acked.discard(key)  # a later copy of the key, published after the seek's time, is owed
+
+    def delivered(self, sub: str, message_id: str, key: str, ordering_key: str = "", seq: int = 0,
+                  publish_time: str = "") -> None:
+        """``publish_time``: the message's, on its source topic (never a forward's)."""
+        nanos = rfc3339_nanos(publish_time) if publish_time else None
+        if nanos is not None and nanos > self.publish_nanos.get(key, -1):
+            self.publish_nanos[key] = nanos
+            self._settle_by_seeks(key)
         book = self.books[sub]
         book.deliveries += 1
         if message_id in book.acked_ids:
@@ -127,7 +173,7 @@ class Ledger:
 
     def drained(self) -> bool:
         """Every published key was acknowledged (or its acknowledgement went out) on every subscription."""
-        return all(self._expected(b) <= (b.acked | b.unsure) for b in self.books.values())
+        return all(self._expected(b) <= (b.acked | b.unsure | b.seek_acked) for b in self.books.values())
 
     def verdict(self, sub: str) -> SubscriptionVerdict:
         book = self.books[sub]
@@ -136,14 +182,15 @@ class Ledger:
             kind=book.kind,
             deliveries=book.deliveries,
             delivered_keys=len(book.first),
-            lost=len(expected - book.first),
-            stuck=len((expected & book.first) - book.acked - book.unsure),
+            lost=len(expected - book.first - book.seek_acked),
+            stuck=len((expected & book.first) - book.acked - book.unsure - book.seek_acked),
             unconfirmed=len(book.unsure - book.acked),
             duplicates=book.deliveries - len(book.first),
             redeliveries=book.deliveries - len(book.seen_ids),
             after_ack=book.after_ack,
             order_violations=book.order_violations,
             examples=list(book.examples),
+            acked_by_seek=len(book.seek_acked - book.acked - book.unsure),
         )
 
     def verdicts(self) -> dict[str, SubscriptionVerdict]:

@@ -6,6 +6,7 @@ alone. With ``partitions``, the API and the pumps reach the emulator through a p
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -139,11 +140,18 @@ class LocalStack:
                 env["METRO_CHAOS_CRASH_RATE"] = str(self.crash_rate)
         return env
 
+    @staticmethod
+    def _initial_skew(role: str) -> dict[str, float]:
+        """The emulator's clock runs steadily ahead for the whole run; Metro's start true (the nemesis skews them)."""
+        from bench.chaos.skew import EMULATOR_OFFSET
+
+        return {"offset": EMULATOR_OFFSET} if role == "emulator" else {}
+
     def start(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
         for role in ("emulator", "api", "pump"):  # the emulator first: the others bootstrap against it
             if self.skew:
-                self.skew_file(role).write_text("{}")
+                self.skew_file(role).write_text(json.dumps(self._initial_skew(role)))
             if self.partitions and role in METRO_ROLES:
                 from bench.chaos.proxy import PartitionProxy
 

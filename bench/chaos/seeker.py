@@ -62,4 +62,8 @@ class Seeker:
         except Failed as exc:
             outcome = exc.outcome
             self.traffic.error(f"seek: {exc.kind}")
-        self.traffic.history.add(h.Seek(t_sent, self.traffic.now(), self.sub, outcome, time, snapshot))
+        answered = self.traffic.now()
+        self.traffic.history.add(h.Seek(t_sent, answered, self.sub, outcome, time, snapshot))
+        if time and outcome != h.ERROR:  # it may have acknowledged every message published before ``time``
+            with self.traffic.lock:
+                self.traffic.ledger.seeked_to_time(self.sub, time, answered)

@@ -45,6 +45,12 @@ SKEWS: tuple[dict[str, Any], ...] = (
     {"strobe": [-0.5, 0.5], "period": 0.05},  # small, fast jumps: ordering within a second
 )
 
+# The emulator stands in for AWS, whose clock may disagree with Metro's but never jumps: it runs this far ahead
+# for a whole run, set before it starts, and the nemesis skews only Metro's processes around it. Stepping the
+# emulator's own clock back makes moto's FIFO group lock hand out a later message of a group whose earlier one
+# was just made visible again (docs/decisions/emulator-clock.md), which SQS cannot do.
+EMULATOR_OFFSET = 1.5
+
 _REAL_TIME = time.time  # the originals, captured when this module is first imported (before any install)
 _REAL_TIME_NS = time.time_ns
 _installed: list[SkewedClock] = []  # at most one

@@ -112,7 +112,8 @@ class Traffic:
         self.history.add(h.Deliver(self.now(), sub, edge, mid, key, ack_id, attempt, okey, seq, published, kept))
         with self.lock:
             if sub in self.ledger.books:
-                self.ledger.delivered(sub, mid, key, okey, seq)
+                source_time = "" if self.subs[sub].dead_letter_of else published  # a forward has its own
+                self.ledger.delivered(sub, mid, key, okey, seq, source_time)
             self.timeline.delivered(self.now(), time.time() - float(attrs.get("ts", time.time())))
             if self.subs[sub].seeks and published:
                 self.recent.setdefault(sub, []).append(published)
@@ -214,9 +215,11 @@ class Traffic:
         the run stops first. Every attempt goes to the history with its outcome."""
         delay, meant = 0.1, tuple(h.Message(m["attributes"]["k"], m["orderingKey"], int(m["attributes"]["seq"]),
                                             dict(m["attributes"])) for m in messages)
+        first_sent = None
         while not self.stop.is_set():
             sent = time.monotonic()
             t_sent = self.now()
+            first_sent = t_sent if first_sent is None else first_sent
             try:
                 ids = send(messages)
             except Failed as exc:
@@ -231,7 +234,7 @@ class Traffic:
             if len(ids) != len(messages):
                 self.error("publish: wrong number of ids")
             with self.lock:
-                self.ledger.publish_acknowledged([m.key for m in meant], [m.attributes for m in meant])
+                self.ledger.publish_acknowledged([m.key for m in meant], [m.attributes for m in meant], first_sent)
                 self.timeline.published(self.now(), len(messages), time.monotonic() - sent)
             return True
         return False

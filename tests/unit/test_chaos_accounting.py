@@ -179,3 +179,44 @@ def test_a_filtered_book_counts_a_missing_match_as_lost() -> None:
     book.delivered("lane-a", "id-a1", "a1")
     book.acknowledged("lane-a", "id-a1", "a1")
     assert book.verdict("lane-a").lost == 1 and not book.drained()
+
+
+T0, T1, T2 = "2026-01-01T00:00:01.5Z", "2026-01-01T00:00:02Z", "2026-01-01T00:00:03.25Z"
+
+
+def test_a_seek_to_a_time_settles_the_keys_published_before_it() -> None:
+    book = Ledger({"replay": PULL, "plain": PULL})
+    book.publish_acknowledged(["old"], sent=1.0)
+    book.publish_acknowledged(["new"], sent=1.0)
+    book.delivered("plain", "id-old", "old", publish_time=T0)
+    book.delivered("plain", "id-new", "new", publish_time=T2)
+    for key in ("old", "new"):
+        book.acknowledged("plain", f"id-{key}", key)
+    book.delivered("replay", "id-new", "new", publish_time=T2)
+    book.acknowledged("replay", "id-new", "new")
+    assert not book.drained()  # "old" never reached the replay subscription
+    book.seeked_to_time("replay", T1, answered=2.0)
+    verdict = book.verdict("replay")
+    assert book.drained() and (verdict.lost, verdict.stuck, verdict.acked_by_seek) == (0, 0, 1)
+    assert book.outstanding() == 0
+
+
+def test_a_seek_settles_nothing_published_after_it_answered_or_after_its_time() -> None:
+    book = Ledger({"replay": PULL})
+    book.seeked_to_time("replay", T1, answered=2.0)
+    book.publish_acknowledged(["late"], sent=3.0)  # sent after the seek answered, stamped before its time
+    book.publish_acknowledged(["after"], sent=1.0)  # sent before, stamped after its time
+    book.delivered("replay", "id-late-0", "late", publish_time=T0)
+    book.delivered("replay", "id-after", "after", publish_time=T2)
+    verdict = book.verdict("replay")
+    assert (verdict.lost, verdict.stuck, verdict.acked_by_seek) == (0, 2, 0) and not book.drained()
+
+
+def test_a_later_copy_published_after_the_seeks_time_is_owed_again() -> None:
+    book = Ledger({"replay": PULL, "plain": PULL})
+    book.publish_acknowledged(["k"], sent=1.0)
+    book.delivered("plain", "id-1", "k", publish_time=T0)
+    book.seeked_to_time("replay", T1, answered=2.0)
+    assert book.verdict("replay").acked_by_seek == 1
+    book.delivered("plain", "id-2", "k", publish_time=T2)  # the retried publish's second copy
+    assert book.verdict("replay").acked_by_seek == 0 and book.verdict("replay").lost == 1

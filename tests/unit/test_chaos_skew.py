@@ -197,3 +197,36 @@ def test_installed_first_it_reaches_the_context_clock_default(control: Path) -> 
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).resolve().parents[2])
     assert float(out.stdout) == pytest.approx(50.0, abs=5.0)
+
+
+class _Stack:
+    """What the nemesis's skew touches: the control files, written for real under ``workdir``."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+
+    def skew_file(self, role: str) -> Path:
+        return self.workdir / f"{role}.skew.json"
+
+
+def test_the_nemesis_skews_metros_processes_and_never_steps_the_emulators_clock(tmp_path: Path) -> None:
+    import random
+
+    from bench.chaos.nemesis import SKEW, Nemesis
+    from bench.chaos.procs import METRO_ROLES, LocalStack
+
+    nemesis = Nemesis(_Stack(tmp_path), traffic=_Now())  # type: ignore[arg-type]
+    nemesis.stop.set()  # each skew then ends at once
+    rng = random.Random(3)
+    faults = [nemesis._skew(rng) for _ in range(60)]
+    assert {f.kind for f in faults} == {SKEW}
+    assert {f.role for f in faults} == set(METRO_ROLES)
+    assert not (tmp_path / "emulator.skew.json").exists()
+    emulator = skew.parse(LocalStack._initial_skew("emulator"))
+    assert emulator == skew.Skew((skew.EMULATOR_OFFSET,)) and skew.EMULATOR_OFFSET != 0
+    assert all(skew.parse(LocalStack._initial_skew(role)) == skew.Skew() for role in METRO_ROLES)
+
+
+class _Now:
+    def now(self) -> float:
+        return 0.0

@@ -322,6 +322,36 @@ def test_a_seek_to_a_snapshot_must_replay_what_it_had_unacknowledged() -> None:
     assert check(acked_before).passed
 
 
+def test_a_seek_to_a_time_acknowledges_what_was_published_before_it() -> None:
+    # "old" reached the plain subscription only: the seek past its publish time acknowledged it on "sk"
+    ops: list[Op] = [PLAIN, SEEKING, pub(1, "old", "new"), *delivered_and_acked(2, "plain", "old", publish_time=rfc(1)),
+                     *delivered_and_acked(2, "plain", "new", publish_time=rfc(3)), dlv(2.2, "sk", "new",
+                     publish_time=rfc(3))]
+    report = check([*ops, seek(5, "sk", time=rfc(2)), *delivered_and_acked(6, "sk", "new", 2), DRAINED])
+    assert report.passed, report.by_rule()
+    assert check([*ops, seek(5, "sk", time=rfc(2), outcome=UNKNOWN), *delivered_and_acked(6, "sk", "new", 2),
+                  DRAINED]).passed
+    # refused, or to a time before "old": "old" is owed, and "new" (seek to rfc(2)) is owed again after it
+    assert found(check([*ops, seek(5, "sk", time=rfc(2), outcome=ERROR), DRAINED]), "lost") == [("sk", "old")]
+    report = check([*ops, seek(5, "sk", time=rfc(1)), DRAINED])
+    assert found(report, "lost") == [("sk", "old")]
+    assert found(report, "seek-window-missed") == [("sk", "new"), ("sk", "old")]
+
+
+def test_a_key_published_after_the_seek_answered_is_owed_whatever_its_publish_time() -> None:
+    late = Publish(t_sent=6, t=6.1, edge="rest", outcome=OK, messages=(Message(key="late"),), ids=("m-late",))
+    ops: list[Op] = [PLAIN, SEEKING, seek(5, "sk", time=rfc(9)), late,
+                     *delivered_and_acked(7, "plain", "late", publish_time=rfc(1))]
+    assert found(check([*ops, DRAINED]), "lost") == [("sk", "late")]
+
+
+def test_a_later_seek_to_a_time_may_acknowledge_what_an_earlier_one_replayed() -> None:
+    ops: list[Op] = [SEEKING, pub(1, "a"), *delivered_and_acked(2, "sk", "a", publish_time=rfc(3))]
+    replay = seek(5, "sk", time=rfc(2))
+    assert found(check([*ops, replay, DRAINED]), "seek-window-missed") == [("sk", "a")]
+    assert check([*ops, replay, seek(8, "sk", time=rfc(4)), DRAINED]).passed
+
+
 # --- drained-only rules, duplicate causes, statistics -------------------------------------------------------
 
 
