@@ -338,6 +338,12 @@ def test_a_seek_to_a_time_acknowledges_what_was_published_before_it() -> None:
     assert found(report, "seek-window-missed") == [("sk", "new"), ("sk", "old")]
 
 
+def test_a_delivered_key_a_seek_to_a_later_time_acknowledged_is_settled() -> None:
+    ops: list[Op] = [SEEKING, pub(1, "a"), dlv(2, "sk", "a", publish_time=rfc(1))]
+    assert found(check([*ops, DRAINED]), "unsettled") == [("sk", "a")]
+    assert check([*ops, seek(5, "sk", time=rfc(2)), DRAINED]).passed
+
+
 def test_a_key_published_after_the_seek_answered_is_owed_whatever_its_publish_time() -> None:
     late = Publish(t_sent=6, t=6.1, edge="rest", outcome=OK, messages=(Message(key="late"),), ids=("m-late",))
     ops: list[Op] = [PLAIN, SEEKING, seek(5, "sk", time=rfc(9)), late,
