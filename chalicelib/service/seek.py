@@ -169,12 +169,16 @@ class SeekService:
             self.ctx.queues.delete(new.queue_url)
             self.ctx.seek_jobs.save(seek_jobs.ended(job, FAILED, self.ctx.clock()))
             raise
-        job = seek_jobs.advanced(job, last, sent, self.ctx.clock())
+        lease_until, job = job.lease_until, seek_jobs.advanced(job, last, sent, self.ctx.clock())
         if not done:  # the rest is the seek worker's, a chunk per invocation
             self.ctx.seek_jobs.save(dataclasses.replace(job, background=True))
             self.ctx.invoker.invoke(self.ctx.config.seek_function, worker_event(job))
             log.info("seek of %s continues in the background after %d messages", name.path, sent)
             return SeekOutcome(sent, new.queue_gen, background=True)
+        # Recorded before the swap, the call's lease kept: if the call dies after the swap, maintenance finishes
+        # the seek from this cursor instead of filling the new generation again from the seek's start.
+        job = dataclasses.replace(job, lease_until=lease_until)
+        self.ctx.seek_jobs.save(job)
         return SeekOutcome(self.complete(job, old, new, restore, swapped=False), new.queue_gen)
 
     def complete(self, job: SeekJob, old: SubscriptionRecord, new: SubscriptionRecord, restore: Restore,
