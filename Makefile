@@ -221,8 +221,9 @@ GRPC_FLAGS = $(if $(GRPC),--grpc --grpc-image '$(GRPC_IMAGE)' --grpc-certificate
   $(if $(GRPC_SUBNETS),--grpc-subnet-ids '$(GRPC_SUBNETS)'))
 # FRONT_DOOR=rest deploys REST APIs instead of the default HTTP APIs (docs/decisions/front-door.md).
 FRONT_DOOR ?= http
+# FIS=1 puts the AWS FIS extension on the functions the fault-injection experiments target (docs/fault-injection.md).
 deploy: $(DEV_STAMP) $(PACKAGE_VENV)/.installed ## Deploy stage STAGE to AWS (storage, secrets, app; GRPC=1: the gRPC edge too; re-runnable)
-	$(BIN)/python -m infra.deploy deploy --stage $(STAGE) --front-door $(FRONT_DOOR) $(GRPC_FLAGS)
+	$(BIN)/python -m infra.deploy deploy --stage $(STAGE) --front-door $(FRONT_DOOR) $(GRPC_FLAGS) $(if $(FIS),--fis-extension)
 
 destroy: $(DEV_STAMP) ## Remove stage STAGE's app and gRPC edge; keeps tables and bucket unless DELETE_DATA=1
 	$(BIN)/python -m infra.deploy destroy --stage $(STAGE) $(if $(DELETE_DATA),--delete-data)

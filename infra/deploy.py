@@ -323,6 +323,8 @@ def deploy(
                                                 "REST APIs ($3.50; WAF, X-Ray, usage plans); "
                                                 "docs/decisions/front-door.md"),
     grpc: bool = typer.Option(False, "--grpc", help="also deploy the gRPC edge stack (ECS Fargate behind an ALB)"),
+    fis_extension: bool = typer.Option(False, "--fis-extension", help="the AWS FIS extension on the functions FIS "
+                                       "experiments target (docs/fault-injection.md)"),
     grpc_image: str = typer.Option("", help="--grpc: the image of infra/grpc/Dockerfile (arm64), e.g. in ECR"),
     grpc_certificate_arn: str = typer.Option("", help="--grpc: the ACM certificate of the host name clients use"),
     grpc_vpc_id: str = typer.Option("", help="--grpc: the VPC (default: the default VPC, or the subnets')"),
@@ -354,7 +356,8 @@ def deploy(
                 "maximum_retry_attempts": maximum_retry_attempts, "alarm_topic_arn": alarm_topic_arn,
                 "alarm_email": alarm_email,
                 "reserved_concurrency": concurrency_plan(t, push_concurrency).reservations,
-                "ams_domain": ams_domain, "ams_certificate_arn": ams_certificate_arn, "front_door": front_door}
+                "ams_domain": ams_domain, "ams_certificate_arn": ams_certificate_arn, "front_door": front_door,
+                "fis_extension": fis_extension}
     with tempfile.TemporaryDirectory(prefix="metro-package-") as workdir:
         changed, endpoint = deploy_stage(t, settings, Path(workdir))
     grpc_line = ""

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chalicelib.store.log import UNFANNED_SHARD
-from infra import fanout_slices, http_api, lambda_runtime, observability
+from infra import fanout_slices, fis_extension, http_api, lambda_runtime, observability
 from infra.ams_stage import add_ams_api, add_ams_domain
 from infra.names import StageNames
 
@@ -75,6 +75,7 @@ class Settings:
     ams_domain: str = ""  # a host name for the AMS dialect (infra/ams_stage.py), with its certificate's ARN
     ams_certificate_arn: str = ""
     front_door: str = "http"  # "http": API Gateway HTTP APIs (infra/http_api.py); "rest": Chalice's REST API
+    fis_extension: bool = False  # the AWS FIS extension on the functions FIS targets (infra/fis_extension.py)
 
     def __post_init__(self) -> None:
         if self.front_door not in FRONT_DOORS:
@@ -196,6 +197,8 @@ def merge(packaged: Template, settings: Settings) -> Template:
         resources[V8_LAYER_ID] = _layer(f"{names.prefix}-javascript", "V8 (mini-racer) for the message transforms' "
                                         "JavaScript (infra/v8_layer.py)", settings.code_bucket, settings.v8_layer_key)
         resources[FUNCTION_IDS["transform"]]["Properties"]["Layers"] = [{"Ref": V8_LAYER_ID}]
+    if settings.fis_extension:
+        fis_extension.add(resources, names, FUNCTION_IDS)
     fanout = resources[FUNCTION_IDS["fanout"]]["Properties"]
     event = fanout.get("Events", {}).pop(FANOUT_EVENT, {})
     if not fanout.get("Events"):

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from chalicelib.api.dialect import STAGE_VARIABLE, Dialect
-from infra import grpc_stack, http_api, policies, template
+from infra import fis_extension, grpc_stack, http_api, policies, template
 from infra.ams_stage import AMS_API_ID, AMS_PERMISSION_ID, API_ID
 from infra.names import FUNCTIONS, StageNames
 from tests.package.packaged import packaged_template
@@ -172,6 +172,29 @@ def test_cfn_lint_is_clean_on_the_merged_app_template(merged: dict[str, Any], me
         path.write_text(json.dumps(found))
         done = cfn_lint(path)
         assert done.returncode == 0, name + done.stdout + done.stderr
+
+
+def test_the_fis_extension_goes_only_on_the_targeted_functions_and_only_when_asked(
+        packaged: dict[str, Any], merged: dict[str, Any], tmp_path: Path) -> None:
+    with_fis = template.merge(packaged, dataclasses.replace(SETTINGS, fis_extension=True))
+    resources, names = with_fis["Resources"], StageNames("dev")
+    assert fis_extension.TARGETED == ("api_handler", "fanout", "push")
+    for function in FUNCTIONS:
+        props, before = (r[template.FUNCTION_IDS[function]]["Properties"] for r in (resources, merged["Resources"]))
+        statements = resources[ROLE_IDS[function]]["Properties"]["Policies"][0]["PolicyDocument"]["Statement"]
+        if function in fis_extension.TARGETED:
+            assert props["Layers"] == [*before.get("Layers", []), fis_extension.LAYER]  # the pyarrow layer kept
+            assert props["Environment"]["Variables"] == {**before["Environment"]["Variables"],
+                                                         **fis_extension.variables(names)}
+            assert all(st in statements for st in fis_extension.read_statements(names))
+        else:
+            assert props == before
+            assert fis_extension.SID not in {st.get("Sid") for st in statements}
+    assert not any(fis_extension.LAYER in json.dumps(r) for r in merged["Resources"].values())  # off by default
+    path = tmp_path / "app-fis.json"
+    path.write_text(json.dumps(with_fis))
+    done = cfn_lint(path)
+    assert done.returncode == 0, done.stdout + done.stderr
 
 
 def test_cfn_lint_finds_the_packaged_template_wrong_before_the_merge(packaged: dict[str, Any], tmp_path: Path) -> None:
