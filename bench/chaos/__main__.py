@@ -100,6 +100,7 @@ def chaos(
     stack.start()
     traffic = Traffic(stack.url, plan, ams_url=stack.ams_url, history=(logs / "history.jsonl").open("w"))
     traffic.trace = (logs / "ordered-trace.jsonl").open("w")
+    traffic.workdir = logs  # the streamed subscription's subscriber runs as a process, which pauses can freeze
     nemesis = Nemesis(stack, traffic, tuple(k for k in kinds if k != "torn"), every=(fault_min, fault_max))
     try:
         timings = _run(stack, traffic, nemesis, drain_timeout)

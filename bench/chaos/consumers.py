@@ -120,6 +120,14 @@ def consumers(traffic: Traffic) -> tuple[list[threading.Thread], list[Callable[[
         if sub.edge == h.REST:
             threads += [threading.Thread(target=RestPuller(traffic, sub).run, daemon=True,
                                          name=f"chaos-pull-{sub.name}-{i}") for i in range(traffic.plan.pullers)]
+        elif sub.edge == h.STREAM and traffic.workdir is not None:  # its own process, which the nemesis pauses
+            from bench.chaos.puller import PullerProcess
+
+            process = traffic.processes[f"puller-{sub.name}"] = PullerProcess(
+                traffic, traffic.url.removeprefix("http://"), traffic.project, sub.name, sub.kind == EXACTLY_ONCE,
+                traffic.plan.nack_rate, traffic.started, traffic.workdir / f"puller-{sub.name}.log")
+            threads.append(threading.Thread(target=process.start, daemon=True, name=f"chaos-stream-{sub.name}"))
+            stoppers.append(process.stop)
         elif sub.edge == h.STREAM:
             from bench.chaos.edge_grpc import StreamingSubscriber
 

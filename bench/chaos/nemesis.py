@@ -2,8 +2,9 @@
 while clock skew, a condition rather than an event, comes and goes on its own schedule beside them.
 
 - ``kill``: SIGKILL the API or the pumps and start them again at once (a crash, Lambda's hard stop);
-- ``pause``: SIGSTOP the API or the pumps for 5-30 s, then SIGCONT: past a 20 s ack deadline, and past the
-  moment another holder may take a lease over; the frozen process then resumes with what it held;
+- ``pause``: SIGSTOP the API, the pumps or the streamed subscription's subscriber (a client process of its own,
+  bench/chaos/puller.py) for 5-30 s, then SIGCONT: past a 20 s ack deadline, and past the moment another holder
+  may take a lease over; the frozen process then resumes with what it held;
 - ``partition``: the API's or the pumps' proxy to the emulator blackholes, delays or resets, one direction or
   both, for 2-15 s (bench/chaos/proxy.py);
 - ``skew``: the API's or the pumps' clock runs ahead, behind, or strobes between the two for 10-40 s
@@ -70,8 +71,13 @@ class Nemesis:
         return Fault(KILL, role, round(at, 2), recovery_s=None if recovered is None else round(recovered, 3))
 
     def _pause(self, rng: random.Random) -> Fault:
-        role, at, seconds = rng.choice(METRO_ROLES), self.traffic.now(), rng.uniform(*PAUSE_SECONDS)
-        self.stack.pause(role, seconds, self.stop)
+        clients = self.traffic.processes  # a subscriber in a process of its own (bench/chaos/puller.py)
+        role = rng.choice((*METRO_ROLES, *sorted(clients)))
+        at, seconds = self.traffic.now(), rng.uniform(*PAUSE_SECONDS)
+        if role in clients:
+            clients[role].pause(seconds, self.stop)
+        else:
+            self.stack.pause(role, seconds, self.stop)
         return Fault(PAUSE, role, round(at, 2), round(seconds, 1))
 
     def _partition(self, rng: random.Random) -> Fault:

@@ -16,6 +16,7 @@ import random
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TextIO
 
 from bench.chaos import history as h
@@ -80,6 +81,10 @@ class Traffic:
         self._threads: list[threading.Thread] = []
         self._stoppers: list[Any] = []
         self.trace: TextIO | None = None
+        # Set before start: streamed subscriptions then read through a process each (bench/chaos/puller.py,
+        # logging here), which the nemesis may pause; by name (``puller-<sub>``).
+        self.workdir: Path | None = None
+        self.processes: dict[str, Any] = {}
         from bench.chaos.consumers import PushEndpoint  # consumers import this module's Traffic
         self.endpoint = PushEndpoint(self)
 
@@ -102,14 +107,17 @@ class Traffic:
         with self.lock:
             return self.rng.random() < share
 
-    def received(self, sub: str, edge: str, ack_id: str, message: dict[str, Any], attempt: int) -> tuple[str, str]:
-        """Record one delivery; returns (message id, key)."""
+    def received(self, sub: str, edge: str, ack_id: str, message: dict[str, Any], attempt: int,
+                 t: float | None = None) -> tuple[str, str]:
+        """Record one delivery (``t``: when, if not now: a report from bench/chaos/puller.py's process); returns
+        (message id, key)."""
         attrs = message.get("attributes") or {}
         key, mid = attrs.get("k", ""), message.get("messageId", "")
         okey, seq, published = message.get("orderingKey", ""), int(attrs.get("seq", 0)), message.get("publishTime", "")
         self._trace(sub, "got", [mid, key, okey, published])
         kept = {k: v for k, v in attrs.items() if k not in OWN_ATTRIBUTES}  # what filters and dead letters read
-        self.history.add(h.Deliver(self.now(), sub, edge, mid, key, ack_id, attempt, okey, seq, published, kept))
+        self.history.add(h.Deliver(self.now() if t is None else t, sub, edge, mid, key, ack_id, attempt, okey, seq,
+                                   published, kept))
         with self.lock:
             if sub in self.ledger.books:
                 source_time = "" if self.subs[sub].dead_letter_of else published  # a forward has its own
@@ -121,9 +129,11 @@ class Traffic:
         return mid, key
 
     def acknowledged(self, sub: str, edge: str, acks: dict[str, tuple[str, str]], t_sent: float, outcome: str,
-                     refused: set[str]) -> None:
-        """One acknowledge's answer: confirmed acks go to the ledger, the others as unconfirmed."""
-        self.history.add(h.Ack(t_sent, self.now(), sub, edge, tuple(acks), outcome, tuple(sorted(refused))))
+                     refused: set[str], t: float | None = None) -> None:
+        """One acknowledge's answer (at ``t``, if not now): confirmed acks go to the ledger, the others as
+        unconfirmed."""
+        answered = self.now() if t is None else t
+        self.history.add(h.Ack(t_sent, answered, sub, edge, tuple(acks), outcome, tuple(sorted(refused))))
         if sub not in self.ledger.books:
             return
         with self.lock:
@@ -134,12 +144,14 @@ class Traffic:
                     self.ledger.acknowledge_unconfirmed(sub, key)
         self._trace(sub, "ack", [(mid, outcome == h.OK and a not in refused) for a, (mid, _) in acks.items()])
 
-    def nacked(self, sub: str, edge: str, ack_ids: list[str], t_sent: float, outcome: str) -> None:
-        self.modacked(sub, edge, ack_ids, 0, t_sent, outcome)
+    def nacked(self, sub: str, edge: str, ack_ids: list[str], t_sent: float, outcome: str,
+               t: float | None = None) -> None:
+        self.modacked(sub, edge, ack_ids, 0, t_sent, outcome, t=t)
 
     def modacked(self, sub: str, edge: str, ack_ids: list[str], seconds: int, t_sent: float, outcome: str,
-                 refused: tuple[str, ...] = ()) -> None:
-        self.history.add(h.Modack(t_sent, self.now(), sub, edge, tuple(ack_ids), seconds, outcome, refused))
+                 refused: tuple[str, ...] = (), t: float | None = None) -> None:
+        answered = self.now() if t is None else t
+        self.history.add(h.Modack(t_sent, answered, sub, edge, tuple(ack_ids), seconds, outcome, refused))
         if seconds == 0:
             self._trace(sub, "nack", ack_ids)
 

@@ -9,6 +9,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -316,3 +317,51 @@ def test_the_grpc_edges_outlive_a_killed_and_a_paused_api(faulty: Any) -> None:
     missing = {name: keys - acked for name, acked in got.items()}
     assert missing == {name: set() for name in subs}, [sink.story(n, k) for n, k in missing.items() if k]
     assert len(keys) == 60 and sink.acked_keys("stream-eo-f", OK)
+
+
+class TimedSink(RecordingSink):
+    """A RecordingSink that takes the times bench/chaos/puller.py's process reports with."""
+
+    def received(self, sub: str, edge: str, ack_id: str, message: dict[str, Any], attempt: int,
+                 t: float | None = None) -> tuple[str, str]:
+        assert t is not None and 0 <= t <= self.now()
+        return super().received(sub, edge, ack_id, message, attempt)
+
+    def acknowledged(self, sub: str, edge: str, acks: dict[str, tuple[str, str]], t_sent: float, outcome: str,
+                     refused: set[str], t: float | None = None) -> None:
+        assert t is not None and t_sent <= t <= self.now()
+        super().acknowledged(sub, edge, acks, t_sent, outcome, refused)
+
+    def nacked(self, sub: str, edge: str, ack_ids: list[str], t_sent: float, outcome: str,
+               t: float | None = None) -> None:
+        super().nacked(sub, edge, ack_ids, t_sent, outcome)
+
+
+def test_the_subscriber_process_acknowledges_before_and_after_a_freeze(
+        stack: RunningStack, names: dict[str, str], tmp_path: Path) -> None:
+    from bench.chaos.puller import PullerProcess
+
+    sink = TimedSink()
+    sub = names["stream-eo"]
+    process = PullerProcess(sink, stack.host, PROJECT, sub, True, 0.0, sink.started, tmp_path / "puller.log")
+    process.start()
+    grpc = GrpcPublisher(stack.host, PROJECT)
+    try:
+        grpc.publish(names["topic"], batch("g", 0, 10))
+        read_until(lambda: sink.acked_keys(sub, OK), lambda acked: len(acked) == 10, timeout=60)
+        frozen = threading.Event()
+        pause = threading.Thread(target=process.pause, args=(60.0, frozen))
+        pause.start()
+        assert process.popen is not None
+        state = Path(f"/proc/{process.popen.pid}/stat")
+        assert read_until(lambda: state.read_text().split()[2], lambda s: s == "T", timeout=10) == "T"
+        grpc.publish(names["topic"], batch("g", 10, 10))  # while the subscriber is frozen
+        assert len(sink.acked_keys(sub, OK)) == 10
+        frozen.set()
+        pause.join()
+        acked = read_until(lambda: sink.acked_keys(sub, OK), lambda acked: len(acked) == 20, timeout=60)
+    finally:
+        grpc.close()
+        process.stop()
+    assert acked == {f"g{i}" for i in range(20)}, sink.story(sub, {f"g{i}" for i in range(20)})
+    assert process.starts == 1 and not sink.errors
