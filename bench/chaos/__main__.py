@@ -98,7 +98,7 @@ def chaos(
     console.print(f"starting emulator, API and pumps (AWS fault rate {fault_rate:.0%}, faults {kinds or 'none'}); "
                   f"logs in {stack.workdir}")
     stack.start()
-    traffic = Traffic(stack.url, plan, ams_url=stack.ams_url, history=(logs / "history.jsonl").open("w"))
+    traffic = Traffic(stack.url, plan, ams_url=stack.ams_url, history=(logs / "history.jsonl").open("w", buffering=1))
     traffic.trace = (logs / "ordered-trace.jsonl").open("w")
     traffic.workdir = logs  # the streamed subscription's subscriber runs as a process, which pauses can freeze
     nemesis = Nemesis(stack, traffic, tuple(k for k in kinds if k != "torn"), every=(fault_min, fault_max))

@@ -13,10 +13,13 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Literal
 
+from botocore.exceptions import ClientError
+
 from bench.chaos.nemesis import Nemesis
 from bench.chaos.procs import LocalStack
 from bench.chaos.traffic import Traffic
 
+QUEUE_GONE = {"AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist"}  # SQS's codes for a deleted queue
 FAULT_LINE = re.compile(r"fault injection: (\d+) attempts, (\d+) faults (\{.*\})")
 
 
@@ -43,11 +46,19 @@ def drain(traffic: Traffic, timeout: float, tick: Callable[[], None],
     while time.monotonic() - start < timeout:
         with traffic.lock:
             acknowledged = traffic.ledger.drained()
-        if acknowledged and backlog_left() == 0:
+        if acknowledged and _backlog_or_none(backlog_left) == 0:
             break
         tick()
         time.sleep(0.5 if not acknowledged else 2.0)
     return time.monotonic() - start
+
+
+def _backlog_or_none(backlog_left: Callable[[], int]) -> int | None:
+    """The backlog, or None when reading it failed this time (the emulator busy, or faulted): drain goes on."""
+    try:
+        return backlog_left()
+    except Exception:
+        return None
 
 
 def _emulator(stack: LocalStack, service: Literal["sqs", "dynamodb"]) -> Any:
@@ -62,8 +73,13 @@ def queue_depths(stack: LocalStack) -> dict[str, int]:
     sqs = _emulator(stack, "sqs")
     out = {}
     for url in sqs.list_queues().get("QueueUrls", []):
-        attrs = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=[
-            "ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"])["Attributes"]
+        try:
+            attrs = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=[
+                "ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"])["Attributes"]
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") not in QUEUE_GONE:
+                raise
+            continue  # deleted since the listing (a seek retiring its old generation): nothing waits in it
         out[_queue_name(url)] = sum(int(v) for v in attrs.values())
     return out
 

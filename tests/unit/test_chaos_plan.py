@@ -3,6 +3,8 @@ how late an exactly-once acknowledgement may be accepted under skewed clocks."""
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from bench.chaos import subscriptions as subs
@@ -71,3 +73,48 @@ def test_the_backlog_counts_the_subscriptions_queues_whatever_host_their_records
     stack = object()
     assert faultrun.backlog(stack) == 4  # type: ignore[arg-type]
     assert faultrun.orphaned_queues(stack) == {"metro-a-0": 3}  # type: ignore[arg-type]
+
+
+class _VanishingSqs(_FakeSqs):
+    """metro-a-0 is deleted between the listing and the reading of its depth (a seek retired it)."""
+
+    def get_queue_attributes(self, QueueUrl: str, AttributeNames: list[str]) -> dict[str, dict[str, str]]:
+        from botocore.exceptions import ClientError
+
+        if QueueUrl.endswith("-0"):
+            raise ClientError({"Error": {"Code": "AWS.SimpleQueueService.NonExistentQueue"}}, "GetQueueAttributes")
+        return super().get_queue_attributes(QueueUrl, AttributeNames)
+
+
+def test_a_queue_deleted_while_the_backlog_is_read_has_no_depth(monkeypatch: pytest.MonkeyPatch) -> None:
+    from bench.chaos import faultrun
+
+    monkeypatch.setattr(faultrun, "_emulator",
+                        lambda _s, service: _VanishingSqs() if service == "sqs" else _FakeTable())
+    stack = object()
+    assert faultrun.backlog(stack) == 4  # type: ignore[arg-type]
+    assert faultrun.orphaned_queues(stack) == {}  # type: ignore[arg-type]
+
+
+def test_the_drain_waits_through_a_backlog_it_could_not_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    from bench.chaos import faultrun
+
+    answers: list[int | Exception] = [RuntimeError("emulator busy"), 3, 0]
+
+    def backlog_left() -> int:
+        answer = answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    class _Drained:
+        lock = threading.Lock()
+
+        class ledger:
+            @staticmethod
+            def drained() -> bool:
+                return True
+
+    monkeypatch.setattr(faultrun.time, "sleep", lambda _s: None)
+    faultrun.drain(_Drained(), 60, lambda: None, backlog_left)  # type: ignore[arg-type]
+    assert answers == []
