@@ -43,7 +43,7 @@ from bench.chaos.checker_rules import (
     order_rule,
     over_delivered_rule,
 )
-from bench.chaos.checker_seek import SEEK_WINDOW_MISSED, SeekWindows, acked_by_time_seeks
+from bench.chaos.checker_seek import SEEK_WINDOW_MISSED, SeekWindows, time_seek_cover
 from bench.chaos.checker_stats import SubStats, sub_stats
 from bench.chaos.history import Op, Subscription
 
@@ -109,7 +109,7 @@ def check(ops: Iterable[Op], skew_tolerance: float = 1.0) -> Report:
         if index.drained:
             expected = index.expected_keys(sub.name)
             stats.keys_judged = len(expected)
-            seek_acked = frozenset(acked_by_time_seeks(index, index.effective_seeks.get(sub.name, [])))
+            seek_acked = frozenset(time_seek_cover(index, index.effective_seeks.get(sub.name, [])))
             report.violations.extend(drained_rules(index, sub, expected, seek_acked))
             if sub.seeks:
                 report.violations.extend(seek_windows.missed(sub, expected))

@@ -14,7 +14,7 @@ the seek answered:
 Either way a key that a later seek to a time may have acknowledged (see below) is not owed.
 
 A seek to a time also acknowledges: Google marks every message published before that time acknowledged,
-delivered or not. :func:`acked_by_time_seeks` names the keys a seek may so have settled, which the drained
+delivered or not. :func:`time_seek_cover` names the keys a seek may so have settled, which the drained
 rules (checker_rules.py) then do not demand: every known publish time of the key's message ids is before the
 seek's time, and its first publish was sent before the seek (ok or unknown) answered, so it may have been
 stored when the seek took effect.
@@ -106,13 +106,9 @@ class SeekWindows:
         return first
 
 
-def acked_by_time_seeks(index: Index, seeks: list[Seek]) -> set[str]:
-    """The keys that one of ``seeks`` (those to a time, ok or unknown) may have acknowledged (module docstring)."""
-    return set(time_seek_cover(index, seeks))
-
-
 def time_seek_cover(index: Index, seeks: list[Seek]) -> dict[str, float]:
-    """Per key that one of ``seeks`` may have acknowledged, when the last such seek was sent."""
+    """Per key that one of ``seeks`` (those to a time, ok or unknown) may have acknowledged (module docstring),
+    when the last such seek was sent."""
     targets = [(target, seek.t, seek.t_sent) for seek in seeks if seek.time and seek.outcome != ERROR
                and (target := rfc3339_nanos(seek.time)) is not None]
     if not targets:

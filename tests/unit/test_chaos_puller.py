@@ -85,15 +85,21 @@ def wait_for(condition: Any, timeout: float = 20.0) -> None:
         time.sleep(0.02)
 
 
-def test_the_handle_reads_freezes_restarts_and_stops_its_child(tmp_path: Path) -> None:
+def started(tmp_path: Path, exactly_once: bool) -> tuple[Recorder, puller.PullerProcess]:
+    """A handle on the stand-in child, started and heard from once."""
     harness = Recorder()
-    handle = puller.PullerProcess(harness, "host", "p", "streamed", True, 0.0, 0.0, tmp_path / "puller.log")
+    handle = puller.PullerProcess(harness, "host", "p", "streamed", exactly_once, 0.0, 0.0, tmp_path / "puller.log")
     handle.args = [sys.executable, "-c", CHILD]
     handle.start()
     wait_for(lambda: errors(harness) == ["started"])
-    assert handle.popen is not None and handle.popen.stdin is not None
+    assert handle.popen is not None
+    return harness, handle
+
+
+def test_the_handle_reads_freezes_restarts_and_stops_its_child(tmp_path: Path) -> None:
+    harness, handle = started(tmp_path, exactly_once=True)
     first = handle.popen
-    assert first.stdin is not None
+    assert first is not None and first.stdin is not None
 
     stop = threading.Event()
     paused = threading.Thread(target=handle.pause, args=(30.0, stop))
@@ -118,11 +124,7 @@ def test_the_handle_reads_freezes_restarts_and_stops_its_child(tmp_path: Path) -
 
 
 def test_stopping_a_frozen_child_wakes_it_first(tmp_path: Path) -> None:
-    harness = Recorder()
-    handle = puller.PullerProcess(harness, "host", "p", "streamed", False, 0.0, 0.0, tmp_path / "puller.log")
-    handle.args = [sys.executable, "-c", CHILD]
-    handle.start()
-    wait_for(lambda: errors(harness) == ["started"])
+    _, handle = started(tmp_path, exactly_once=False)
     assert handle.popen is not None
     handle.popen.send_signal(signal.SIGSTOP)
     handle.stop(timeout=20)
