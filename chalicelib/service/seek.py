@@ -95,6 +95,7 @@ class SeekService:
             return self._from_log(subscription, rec, Restore(max(from_ms, floor_ms)), now)
         job = self._start_job(rec, rec, Restore(from_ms), now)
         outcome = self._trim(rec, from_ms)
+        self.retire_leftovers(job)
         self.ctx.seek_jobs.save(seek_jobs.ended(dataclasses.replace(job, restored=outcome.restored), SUCCEEDED,
                                                 self.ctx.clock()))
         return outcome
@@ -137,26 +138,26 @@ class SeekService:
     def _start_job(self, old: SubscriptionRecord, new: SubscriptionRecord, restore: Restore, now: float,
                    snapshot: str = "", backlog_key: str = "") -> SeekJob:
         """Record this seek as the subscription's (holding its lease while the call runs); a seek it replaces
-        stops at its next write, and the queue that seek was filling is deleted (unless it is in place), or,
-        if that seek had swapped its generation in already, the old queue it had not retired yet."""
+        stops at its next write. The queues the replaced seek leaves behind (``leftover_queues``) are then
+        named in this seek's record, and deleted: a delete that fails here is done again when this seek ends,
+        or by the seek that replaces it in turn."""
         job = SeekJob(old.name, str(new.queue_gen), old.queue_gen, old.queue_url, new.queue_gen, new.queue_url,
                       restore.from_ms, restore.scan_from_ms, now, snapshot, backlog_key, updated=now,
                       lease_until=now + self.ctx.config.seek_lease_seconds)
         replaced = self.ctx.seek_jobs.start(job)
-        if replaced is None or not replaced.running:
-            return job
-        if replaced.new_url and replaced.new_gen != old.queue_gen:
-            self.ctx.queues.delete(replaced.new_url)
-            log.info("seek of %s replaces the running seek %s", old.name, replaced.seek_id)
-        elif replaced.new_gen == old.queue_gen and replaced.old_url and replaced.old_url != old.queue_url:
-            # The replaced seek swapped its generation in but did not delete the old queue yet (it died, or is
-            # still finishing): its record, the only one naming that queue, is gone now. Nothing in it is needed:
-            # a message published before this seek's time counts as acknowledged after it, and one published
-            # at or after it is in the topic's log, which this seek fills its new generation from.
-            self.ctx.queues.delete(replaced.old_url)
-            log.info("seek of %s retires generation %d, left by the seek %s", old.name, replaced.old_gen,
-                     replaced.seek_id)
+        leftovers = seek_jobs.leftover_queues(replaced, old.queue_gen, old.queue_url)
+        if leftovers:
+            job = dataclasses.replace(job, retire_urls=leftovers)
+            self.ctx.seek_jobs.save(job)
+            log.info("seek of %s retires %d queue(s) left by the seek %s", old.name, len(leftovers),
+                     replaced.seek_id if replaced else "")
+            self.retire_leftovers(job)
         return job
+
+    def retire_leftovers(self, job: SeekJob) -> None:
+        """Delete the queues that the seeks ``job`` replaced left behind (a queue already gone is fine)."""
+        for url in job.retire_urls:
+            self.ctx.queues.delete(url)
 
     def _from_log(self, name: Name, old: SubscriptionRecord, restore: Restore, now: float, snapshot: str = "",
                   backlog_key: str = "") -> SeekOutcome:
@@ -167,6 +168,7 @@ class SeekService:
                                            self.ctx.config.seek_inline_max_messages)
         except Exception:
             self.ctx.queues.delete(new.queue_url)
+            self.retire_leftovers(job)
             self.ctx.seek_jobs.save(seek_jobs.ended(job, FAILED, self.ctx.clock()))
             raise
         lease_until, job = job.lease_until, seek_jobs.advanced(job, last, sent, self.ctx.clock())
@@ -191,6 +193,7 @@ class SeekService:
                 self.ctx.resources.swap_queue(name, old, new.queue_url, new.queue_gen, self.ctx.seek_jobs.guard(job))
             except Exception:  # replaced by a later seek, or the subscription changed: this seek ends here
                 self.ctx.queues.delete(new.queue_url)
+                self.retire_leftovers(job)
                 self.ctx.seek_jobs.save(seek_jobs.ended(job, FAILED, self.ctx.clock()))
                 raise
             push_config.sync(self.ctx, old, new)
@@ -201,6 +204,7 @@ class SeekService:
         # ... and what a publish that read the topic's subscriptions before the swap sent to the old queue.
         sent += more + self._rescue(old, new, restore, last, swapped)
         self._retire(name, old, new)
+        self.retire_leftovers(job)
         self.ctx.seek_jobs.save(seek_jobs.ended(dataclasses.replace(job, restored=sent, cursor=last), SUCCEEDED,
                                                 self.ctx.clock()))
         return sent

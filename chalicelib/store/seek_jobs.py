@@ -43,6 +43,7 @@ def _item(job: SeekJob) -> Item:
 
 def _job(item: Item) -> SeekJob:
     fields: dict[str, Any] = json.loads(item["job"]["S"])
+    fields["retire_urls"] = tuple(fields.get("retire_urls", ()))
     return SeekJob(**{k: v for k, v in fields.items() if k in _FIELDS})
 
 

@@ -276,3 +276,33 @@ def test_maintenance_finishes_a_seek_call_that_died_after_its_swap(
     assert status(inline)["state"] == SUCCEEDED
     # The call recorded its cursor before the swap: the worker goes on from it, without filling again.
     assert sorted(data(pull(inline))) == MESSAGES
+
+
+def test_a_leftover_queue_whose_delete_failed_is_retired_by_the_next_seek(
+        inline: Services, clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A seek replaces one that died after its swap, and the delete of the old queue it leaves fails: the
+    queue is named in the replacing seek's record, and the seek after it deletes it."""
+    old_url = crash_after_the_swap(inline, clock, monkeypatch)
+    queues = inline.ctx.queues
+    delete = queues.delete
+    failed: list[str] = []
+
+    def fails_for_the_old_queue(url: str) -> None:
+        if url == old_url and not failed:
+            failed.append(url)
+            raise Unavailable("injected: DeleteQueue lost")
+        delete(url)
+
+    monkeypatch.setattr(queues, "delete", fails_for_the_old_queue)
+    clock.advance(1)
+    with pytest.raises(Unavailable):
+        inline.seek.seek_to_time(SUB, 0)
+    assert failed == [old_url] and not gone(inline, old_url)
+    job = inline.ctx.seek_jobs.get(SUB.path)
+    assert job is not None and job.running and job.retire_urls == (old_url,)
+
+    clock.advance(1)
+    assert inline.seek.seek_to_time(SUB, 0).restored == len(MESSAGES)
+    assert gone(inline, old_url)
+    assert status(inline)["state"] == SUCCEEDED
+    assert sorted(data(pull(inline))) == MESSAGES

@@ -55,3 +55,17 @@ def test_status_shows_the_target_progress_and_end() -> None:
     ended = cast("dict[str, object]", seek_jobs.status(done)["seek"])
     assert ended["snapshot"] == "projects/p/snapshots/x" and "time" not in ended
     assert ended["endTime"] == "2027-01-15T08:00:01.000Z"
+
+
+def test_a_replaced_seek_leaves_its_fill_queue_before_its_swap_and_its_old_queue_after_it() -> None:
+    assert seek_jobs.leftover_queues(None, 3, "old-url") == ()
+    assert seek_jobs.leftover_queues(job(state=SUCCEEDED), 7, "new-url") == ()
+    assert seek_jobs.leftover_queues(job(), 3, "old-url") == ("new-url",)  # not swapped: its fill goes
+    assert seek_jobs.leftover_queues(job(), 7, "new-url") == ("old-url",)  # swapped: its old queue goes
+    assert seek_jobs.leftover_queues(job(new_gen=3, new_url="old-url"), 3, "old-url") == ()  # a seek in place
+
+
+def test_a_replaced_seek_hands_on_the_queues_it_was_to_retire() -> None:
+    inherited = job(retire_urls=("older-url", "new-url"))
+    assert seek_jobs.leftover_queues(inherited, 3, "old-url") == ("older-url", "new-url")
+    assert seek_jobs.leftover_queues(inherited, 7, "new-url") == ("older-url", "new-url", "old-url")

@@ -51,6 +51,7 @@ class SeekJob:
     state: State = RUNNING
     background: bool = False
     lease_until: float = 0.0
+    retire_urls: tuple[str, ...] = ()  # queues the seeks it replaced left behind, deleted again when it ends
 
     @property
     def running(self) -> bool:
@@ -59,6 +60,23 @@ class SeekJob:
     def read_from_ms(self) -> int:
         """Where the next chunk starts reading the log (the cursor's publish time once there is one)."""
         return int(self.cursor[:13]) if self.cursor else self.scan_from_ms
+
+
+def leftover_queues(replaced: SeekJob | None, gen: int, url: str) -> tuple[str, ...]:
+    """The queues a running seek leaves behind when another seek of its subscription (on queue generation
+    ``gen`` at ``url`` now) replaces it: the queue it was filling, unless that is in place; if it swapped its
+    generation in already, the old queue it had not retired yet; and the queues it was to retire itself."""
+    if replaced is None or not replaced.running:
+        return ()
+    left = list(replaced.retire_urls)
+    if replaced.new_url and replaced.new_gen != gen:
+        left.append(replaced.new_url)
+    elif replaced.new_gen == gen and replaced.old_url and replaced.old_url != url:
+        # It died, or is still finishing. Nothing in its old queue is needed: a message published before the new
+        # seek's time counts as acknowledged after it, and one published at or after it is in the topic's log,
+        # which the new seek fills its generation from.
+        left.append(replaced.old_url)
+    return tuple(dict.fromkeys(left))
 
 
 def advanced(job: SeekJob, cursor: str, sent: int, now: float) -> SeekJob:
