@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from chalicelib.core import ids, names
-from chalicelib.core.errors import FailedPrecondition, Unavailable
+from chalicelib.core.errors import Aborted, FailedPrecondition, Unavailable
 from chalicelib.core.names import Name
 from chalicelib.core.records import SubscriptionRecord
 from chalicelib.core.replay import seek_jobs
@@ -145,13 +145,21 @@ class SeekService:
                       restore.from_ms, restore.scan_from_ms, now, snapshot, backlog_key, updated=now,
                       lease_until=now + self.ctx.config.seek_lease_seconds)
         replaced = self.ctx.seek_jobs.start(job)
-        leftovers = seek_jobs.leftover_queues(replaced, old.queue_gen, old.queue_url)
+        # From here on the replaced seek can no longer swap: its generation as the subscription names it now.
+        live = self.ctx.resources.get_subscription(names.parse(old.name, "subscriptions")) \
+            if replaced is not None and replaced.running else old
+        leftovers = seek_jobs.leftover_queues(replaced, live.queue_gen, live.queue_url) if live else ()
         if leftovers:
             job = dataclasses.replace(job, retire_urls=leftovers)
             self.ctx.seek_jobs.save(job)
             log.info("seek of %s retires %d queue(s) left by the seek %s", old.name, len(leftovers),
                      replaced.seek_id if replaced else "")
             self.retire_leftovers(job)
+        if live is None or live.queue_gen != old.queue_gen:  # the replaced seek swapped after this one began
+            if new.queue_gen != old.queue_gen:
+                self.ctx.queues.delete(new.queue_url)
+            self.ctx.seek_jobs.save(seek_jobs.ended(job, FAILED, self.ctx.clock()))
+            raise Aborted("The subscription changed during the seek; try again.")
         return job
 
     def retire_leftovers(self, job: SeekJob) -> None:

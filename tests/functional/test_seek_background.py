@@ -8,8 +8,9 @@ from typing import Any, cast
 
 import pytest
 
-from chalicelib.core.errors import Unavailable
-from chalicelib.core.replay.seek_jobs import RUNNING, SUCCEEDED
+from chalicelib.core.errors import Aborted, Unavailable
+from chalicelib.core.replay.seek import Restore
+from chalicelib.core.replay.seek_jobs import RUNNING, SUCCEEDED, SeekJob
 from chalicelib.runtime import Services
 from chalicelib.service.seek import SeekService
 from chalicelib.service.seek_worker import SeekWorker
@@ -305,4 +306,31 @@ def test_a_leftover_queue_whose_delete_failed_is_retired_by_the_next_seek(
     assert inline.seek.seek_to_time(SUB, 0).restored == len(MESSAGES)
     assert gone(inline, old_url)
     assert status(inline)["state"] == SUCCEEDED
+    assert sorted(data(pull(inline))) == MESSAGES
+
+
+def test_a_seek_that_a_running_seek_swaps_under_is_aborted_and_deletes_nothing_live(
+        inline: Services, clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A running seek swaps its generation in after a later seek read the subscription and before it replaced
+    the running one: the later seek must not delete the queue now in place; it ends ABORTED."""
+    published_and_acked(inline, clock)
+    svc, rec = inline.seek, inline.ctx.resources.require_subscription(SUB)
+    running_new = svc._new_generation(rec)
+    running = svc._start_job(rec, running_new, Restore(0), clock())
+    svc.replay(running_new, Restore(0), 0, "", clock())  # filled, about to swap
+    jobs = inline.ctx.seek_jobs
+    start = jobs.start
+
+    def swapped_just_before(job: SeekJob) -> SeekJob | None:
+        if job.seek_id != running.seek_id:
+            inline.ctx.resources.swap_queue(SUB, rec, running_new.queue_url, running_new.queue_gen, jobs.guard(running))
+        return start(job)
+
+    monkeypatch.setattr(jobs, "start", swapped_just_before)
+    clock.advance(1)
+    with pytest.raises(Aborted):
+        svc.seek_to_time(SUB, 0)
+    live = inline.ctx.resources.require_subscription(SUB)
+    assert live.queue_gen == running_new.queue_gen and not gone(inline, running_new.queue_url)
+    assert gone(inline, rec.queue_url)  # the old queue the running seek had not retired yet
     assert sorted(data(pull(inline))) == MESSAGES
