@@ -18,8 +18,8 @@ from botocore.exceptions import ClientError
 from bench.chaos.nemesis import Nemesis
 from bench.chaos.procs import LocalStack
 from bench.chaos.traffic import Traffic
+from chalicelib.store.queues import QUEUE_GONE
 
-QUEUE_GONE = {"AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist"}  # SQS's codes for a deleted queue
 FAULT_LINE = re.compile(r"fault injection: (\d+) attempts, (\d+) faults (\{.*\})")
 
 

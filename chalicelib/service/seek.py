@@ -145,20 +145,20 @@ class SeekService:
                       restore.from_ms, restore.scan_from_ms, now, snapshot, backlog_key, updated=now,
                       lease_until=now + self.ctx.config.seek_lease_seconds)
         replaced = self.ctx.seek_jobs.start(job)
-        # From here on the replaced seek can no longer swap: its generation as the subscription names it now.
-        live = self.ctx.resources.get_subscription(names.parse(old.name, "subscriptions")) \
-            if replaced is not None and replaced.running else old
+        if replaced is None or not replaced.running:
+            return job
+        # From here on the replaced seek can no longer swap: what it leaves behind is judged on the subscription
+        # as it is now.
+        live = self.ctx.resources.get_subscription(names.parse(old.name, "subscriptions"))
         leftovers = seek_jobs.leftover_queues(replaced, live.queue_gen, live.queue_url) if live else ()
         if leftovers:
             job = dataclasses.replace(job, retire_urls=leftovers)
             self.ctx.seek_jobs.save(job)
             log.info("seek of %s retires %d queue(s) left by the seek %s", old.name, len(leftovers),
-                     replaced.seek_id if replaced else "")
+                     replaced.seek_id)
             self.retire_leftovers(job)
         if live is None or live.queue_gen != old.queue_gen:  # the replaced seek swapped after this one began
-            if new.queue_gen != old.queue_gen:
-                self.ctx.queues.delete(new.queue_url)
-            self.ctx.seek_jobs.save(seek_jobs.ended(job, FAILED, self.ctx.clock()))
+            self.end(job, FAILED)
             raise Aborted("The subscription changed during the seek; try again.")
         return job
 
@@ -166,6 +166,14 @@ class SeekService:
         """Delete the queues that the seeks ``job`` replaced left behind (a queue already gone is fine)."""
         for url in job.retire_urls:
             self.ctx.queues.delete(url)
+
+    def end(self, job: SeekJob, state: seek_jobs.State, delete_fill: bool = True) -> None:
+        """End ``job`` unfinished: delete the queue it was filling (unless it is in place, or ``delete_fill`` is
+        False) and the leftovers it took over, and record its ``state``."""
+        if delete_fill and job.new_gen != job.old_gen:
+            self.ctx.queues.delete(job.new_url)
+        self.retire_leftovers(job)
+        self.ctx.seek_jobs.save(seek_jobs.ended(job, state, self.ctx.clock()))
 
     def _from_log(self, name: Name, old: SubscriptionRecord, restore: Restore, now: float, snapshot: str = "",
                   backlog_key: str = "") -> SeekOutcome:
@@ -175,9 +183,7 @@ class SeekService:
             sent, last, done = self.replay(new, restore, restore.scan_from_ms, "", now,
                                            self.ctx.config.seek_inline_max_messages)
         except Exception:
-            self.ctx.queues.delete(new.queue_url)
-            self.retire_leftovers(job)
-            self.ctx.seek_jobs.save(seek_jobs.ended(job, FAILED, self.ctx.clock()))
+            self.end(job, FAILED)
             raise
         lease_until, job = job.lease_until, seek_jobs.advanced(job, last, sent, self.ctx.clock())
         if not done:  # the rest is the seek worker's, a chunk per invocation
@@ -200,9 +206,7 @@ class SeekService:
             try:
                 self.ctx.resources.swap_queue(name, old, new.queue_url, new.queue_gen, self.ctx.seek_jobs.guard(job))
             except Exception:  # replaced by a later seek, or the subscription changed: this seek ends here
-                self.ctx.queues.delete(new.queue_url)
-                self.retire_leftovers(job)
-                self.ctx.seek_jobs.save(seek_jobs.ended(job, FAILED, self.ctx.clock()))
+                self.end(job, FAILED)
                 raise
             push_config.sync(self.ctx, old, new)
             exports.sync(self.ctx, old, new)

@@ -99,10 +99,7 @@ class SeekWorker:
         return seek_jobs.RUNNING
 
     def _end(self, job: SeekJob, state: seek_jobs.State, delete_fill: bool) -> str:
-        if delete_fill and job.new_gen != job.old_gen:
-            self.ctx.queues.delete(job.new_url)
-        self.seek.retire_leftovers(job)
-        self.ctx.seek_jobs.save(seek_jobs.ended(job, state, self.ctx.clock()))
+        self.seek.end(job, state, delete_fill)
         return state
 
     def resume_stalled(self) -> int:

@@ -37,7 +37,7 @@ __all__ = ["Outgoing", "QueueStore", "Received", "SendResult", "queue_name"]
 
 log = logging.getLogger(__name__)
 
-_GONE = ("AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist")
+QUEUE_GONE = ("AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist")
 # Whole-call errors that refuse what was sent (the last part of the code): narrowed down entry by entry.
 _CONTENT_REFUSALS = {"InvalidParameterValue", "InvalidMessageContents", "BatchRequestTooLong",
                      "InvalidParameterValueException", "InvalidMessageContentsException",
@@ -56,7 +56,7 @@ SQS_MAX_RETENTION = 14 * 24 * 3600
 def _queue_errors(what: str) -> Iterator[None]:
     """A queue deleted under a caller (its subscription deleted elsewhere) is the subscription's NotFound."""
     try:
-        with aws_errors(what, allow=_GONE):
+        with aws_errors(what, allow=QUEUE_GONE):
             yield
     except ClientError:
         raise NotFound("Subscription does not exist") from None
@@ -133,7 +133,7 @@ class QueueStore:
 
     def delete(self, url: str) -> None:
         try:
-            with aws_errors("DeleteQueue", allow=_GONE):
+            with aws_errors("DeleteQueue", allow=QUEUE_GONE):
                 self._sqs.delete_queue(QueueUrl=url)
         except ClientError:  # already gone is fine
             pass
@@ -217,7 +217,7 @@ class QueueStore:
         """A whole call failed: a refusal of content is narrowed down entry by entry, anything else retried."""
         code = code_of(exc)
         log.warning("SendMessageBatch to %s failed: %s", url, exc)
-        if code in _GONE:
+        if code in QUEUE_GONE:
             return _Outcome(retry=idxs, final=True)
         if code.rsplit(".", 1)[-1] not in _CONTENT_REFUSALS:
             return _Outcome(retry=idxs)
@@ -261,7 +261,7 @@ class QueueStore:
     def counts(self, url: str) -> tuple[int, int]:
         """(waiting, in flight): SQS's approximate counts of the queue; (0, 0) if the queue is gone."""
         try:
-            with aws_errors("SQS GetQueueAttributes", allow=_GONE):
+            with aws_errors("SQS GetQueueAttributes", allow=QUEUE_GONE):
                 attrs = self._sqs.get_queue_attributes(QueueUrl=url, AttributeNames=list(_BACKLOG))["Attributes"]
         except ClientError:
             return 0, 0
